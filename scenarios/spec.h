@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hwmodels/cluster_spec.h"
+#include "strategies/model.h"
+#include "strategies/plan.h"
+
+namespace podsim::scenarios {
+
+/// How the step is simulated.
+enum class SimulationMode : uint8_t {
+  kSymmetric,  ///< one representative per pipeline stage; identical ranks share work
+  kEveryRank,  ///< every GPU simulated on its own
+};
+
+/// A scenario after reading and checking: typed, units resolved, presets
+/// expanded. Everything downstream works from this, never from JSON.
+struct ScenarioSpec {
+  std::string name;
+  strategies::ModelShape model;
+  hwmodels::ClusterSpec cluster;
+  int64_t gpus = 0;  ///< GPUs the job uses (dp*tp*pp*cp)
+  strategies::TrainingSetup training;
+  strategies::ParallelPlan plan;
+  strategies::ScheduleOptions options;
+  SimulationMode mode = SimulationMode::kSymmetric;
+};
+
+}  // namespace podsim::scenarios
