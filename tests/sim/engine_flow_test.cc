@@ -10,9 +10,13 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/max_min_reference.h"
 
 namespace podsim::sim {
 namespace {
+
+using reference::naive_max_min;
+using reference::RefFlow;
 
 constexpr int64_t kUs = 1'000'000;      // ps
 constexpr int64_t kMs = 1'000'000'000;  // ps
@@ -205,52 +209,6 @@ TEST(EngineFlow, OversubscribedUplinkSharedByEightHosts) {
 // Random scenarios against an independent reference: a global fluid
 // simulation in double-precision seconds that recomputes every rate from
 // scratch (naive water-filling over all links) at every event.
-
-struct RefFlow {
-  double bytes;
-  std::vector<std::pair<int, int>> hops;  // (link, multiplicity)
-  double cap;                             // 0: none
-  double start_s;
-};
-
-std::vector<double> naive_max_min(const std::vector<double>& capacity,
-                                  const std::vector<RefFlow>& flows,
-                                  const std::vector<int>& active) {
-  std::vector<double> rate(flows.size(), 0.0);
-  std::vector<bool> frozen(flows.size(), true);
-  for (const int f : active) frozen[f] = false;
-  size_t left = active.size();
-  while (left > 0) {
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<double> share(capacity.size(), std::numeric_limits<double>::infinity());
-    for (size_t l = 0; l < capacity.size(); ++l) {
-      double used = 0, weight = 0;
-      for (const int f : active) {
-        for (const auto& [link, m] : flows[f].hops) {
-          if (link != static_cast<int>(l)) continue;
-          if (frozen[f]) used += m * rate[f]; else weight += m;
-        }
-      }
-      if (weight > 0) share[l] = std::max(0.0, capacity[l] - used) / weight;
-      best = std::min(best, share[l]);
-    }
-    for (const int f : active) {
-      if (!frozen[f] && flows[f].cap > 0) best = std::min(best, flows[f].cap);
-    }
-    const double tie = best * (1 + 1e-12);
-    for (const int f : active) {
-      if (frozen[f]) continue;
-      bool saturated = flows[f].cap > 0 && flows[f].cap <= tie;
-      for (const auto& [link, m] : flows[f].hops) saturated = saturated || share[link] <= tie;
-      if (saturated) {
-        rate[f] = best;
-        frozen[f] = true;
-        --left;
-      }
-    }
-  }
-  return rate;
-}
 
 std::vector<double> reference_finish_s(const std::vector<double>& capacity,
                                        const std::vector<RefFlow>& flows) {
