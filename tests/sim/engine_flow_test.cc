@@ -15,8 +15,8 @@
 namespace podsim::sim {
 namespace {
 
-using reference::naive_max_min;
 using reference::RefFlow;
+using reference::reference_finish_s;
 
 constexpr int64_t kUs = 1'000'000;      // ps
 constexpr int64_t kMs = 1'000'000'000;  // ps
@@ -210,44 +210,6 @@ TEST(EngineFlow, OversubscribedUplinkSharedByEightHosts) {
 // simulation in double-precision seconds that recomputes every rate from
 // scratch (naive water-filling over all links) at every event.
 
-std::vector<double> reference_finish_s(const std::vector<double>& capacity,
-                                       const std::vector<RefFlow>& flows) {
-  std::vector<double> finish(flows.size(), -1), remaining(flows.size());
-  std::vector<bool> started(flows.size(), false);
-  std::vector<int> active;
-  double t = 0;
-  size_t done = 0;
-  while (done < flows.size()) {
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (!started[f] && flows[f].start_s <= t) {
-        started[f] = true;
-        remaining[f] = flows[f].bytes;
-        active.push_back(static_cast<int>(f));
-      }
-    }
-    const std::vector<double> rate = naive_max_min(capacity, flows, active);
-    double next = std::numeric_limits<double>::infinity();
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (!started[f]) next = std::min(next, flows[f].start_s);
-    }
-    for (const int f : active) next = std::min(next, t + remaining[f] / rate[f]);
-    const double dt = next - t;
-    t = next;
-    std::vector<int> still;
-    for (const int f : active) {
-      remaining[f] -= rate[f] * dt;
-      if (remaining[f] <= 1e-9 * flows[f].bytes) {
-        finish[f] = t;
-        ++done;
-      } else {
-        still.push_back(f);
-      }
-    }
-    active = still;
-  }
-  return finish;
-}
-
 TEST(EngineFlow, RandomScenariosMatchAGlobalFluidReference) {
   std::mt19937_64 rng(99);
   for (int scenario = 0; scenario < 40; ++scenario) {
@@ -291,6 +253,32 @@ TEST(EngineFlow, RandomScenariosMatchAGlobalFluidReference) {
       EXPECT_NEAR(got, expected[f], 1e-9 * expected[f] + 100e-12)
           << "scenario " << scenario << " flow " << f;
     }
+  }
+}
+
+
+// 400 flows join one link 1 us apart: every join and every finish re-rates
+// all flows on it, so most completion events go stale (over 10^5 of them,
+// which the engine must skip and periodically purge from its queue). Finish
+// times must still match the global reference.
+TEST(EngineFlow, ManyReratingsMatchTheReference) {
+  Engine engine;
+  const LinkId link = engine.add_link(10 * kG);
+  std::vector<RefFlow> flows;
+  std::vector<ActivityId> ids;
+  for (int f = 0; f < 400; ++f) {
+    const int64_t start = f * kUs;
+    RefFlow flow{1e5 + 1e3 * (f % 7), {{0, 1}}, 0.0, static_cast<double>(start) * 1e-12};
+    flows.push_back(flow);
+    ids.push_back(engine.add_flow(flow.bytes, path({link}), ps(start)));
+  }
+  const RunResult result = engine.run();
+  ASSERT_TRUE(result.completed());
+  EXPECT_EQ(result.events, 800u);  // stale completions are not events
+  const std::vector<double> expected = reference_finish_s({10 * kG}, flows);
+  for (size_t f = 0; f < flows.size(); ++f) {
+    const double got = engine.finish_time(ids[f]).seconds();
+    EXPECT_NEAR(got, expected[f], 1e-9 * expected[f] + 1e-9) << "flow " << f;
   }
 }
 

@@ -62,4 +62,44 @@ inline std::vector<double> naive_max_min(const std::vector<double>& capacity,
   return rate;
 }
 
+/// Finish times (seconds) of `flows` started at their start_s, by a global
+/// fluid simulation in doubles: every rate from scratch at every event.
+inline std::vector<double> reference_finish_s(const std::vector<double>& capacity,
+                                       const std::vector<RefFlow>& flows) {
+  std::vector<double> finish(flows.size(), -1), remaining(flows.size());
+  std::vector<bool> started(flows.size(), false);
+  std::vector<int> active;
+  double t = 0;
+  size_t done = 0;
+  while (done < flows.size()) {
+    for (size_t f = 0; f < flows.size(); ++f) {
+      if (!started[f] && flows[f].start_s <= t) {
+        started[f] = true;
+        remaining[f] = flows[f].bytes;
+        active.push_back(static_cast<int>(f));
+      }
+    }
+    const std::vector<double> rate = naive_max_min(capacity, flows, active);
+    double next = std::numeric_limits<double>::infinity();
+    for (size_t f = 0; f < flows.size(); ++f) {
+      if (!started[f]) next = std::min(next, flows[f].start_s);
+    }
+    for (const int f : active) next = std::min(next, t + remaining[f] / rate[f]);
+    const double dt = next - t;
+    t = next;
+    std::vector<int> still;
+    for (const int f : active) {
+      remaining[f] -= rate[f] * dt;
+      if (remaining[f] <= 1e-9 * flows[f].bytes) {
+        finish[f] = t;
+        ++done;
+      } else {
+        still.push_back(f);
+      }
+    }
+    active = still;
+  }
+  return finish;
+}
+
 }  // namespace podsim::sim::reference
