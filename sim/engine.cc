@@ -37,9 +37,7 @@ enum EventKind : uint32_t {
   std::abort();
 }
 
-int64_t saturating_add(int64_t a, int64_t b) {
-  return b > kNever - a ? kNever : a + b;
-}
+int64_t saturating_add(int64_t a, int64_t b) { return b > kNever - a ? kNever : a + b; }
 
 // splitmix64's finaliser: a cheap bijective 64-bit mix.
 uint64_t mix64(uint64_t x) {
@@ -87,9 +85,9 @@ struct Engine::State {
   std::vector<uint32_t> flow_activity;
   std::vector<double> flow_bytes;
   std::vector<int64_t> flow_latency;
-  std::vector<double> remaining;    // bytes left at last_update (run-time)
+  std::vector<double> remaining;     // bytes left at last_update (run-time)
   std::vector<int64_t> last_update;  // run-time
-  std::vector<uint64_t> done_seq;   // seq of the flow's live completion event
+  std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
   // The run.
   EventQueue queue;
   int64_t now = 0;
@@ -98,7 +96,8 @@ struct Engine::State {
 
   // The state of an engine that has not been moved from.
   static State& of(const std::unique_ptr<State>& state) {
-    if (!state) [[unlikely]] precondition_failed("use of a moved-from Engine");
+    if (!state) [[unlikely]]
+      precondition_failed("use of a moved-from Engine");
     return *state;
   }
 
@@ -133,7 +132,8 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
     precondition_failed("unknown stream id " + std::to_string(s.index) + " (this engine has " +
                         std::to_string(stream_last.size()) + " streams)");
   }
-  if (kind.size() >= kNone - 1) [[unlikely]] precondition_failed("more than 2^32-2 activities");
+  if (kind.size() >= kNone - 1) [[unlikely]]
+    precondition_failed("more than 2^32-2 activities");
   const auto a = static_cast<uint32_t>(kind.size());
   kind.push_back(k);
   tag.push_back(t);
@@ -179,7 +179,8 @@ ActivityId Engine::add_delay(Time duration, StreamId stream, uint32_t tag) {
   if (duration < Time::zero()) [[unlikely]] {
     precondition_failed("add_delay: negative duration " + std::to_string(duration.ps()) + " ps");
   }
-  return ActivityId{State::of(state_).add_activity(ActivityKind::kDelay, duration.ps(), stream, tag)};
+  return ActivityId{
+      State::of(state_).add_activity(ActivityKind::kDelay, duration.ps(), stream, tag)};
 }
 
 ActivityId Engine::add_flow(double bytes, std::span<const PathHop> path, Time latency,

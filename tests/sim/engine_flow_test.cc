@@ -15,8 +15,8 @@
 namespace podsim::sim {
 namespace {
 
-using reference::RefFlow;
 using reference::reference_finish_s;
+using reference::RefFlow;
 
 constexpr int64_t kUs = 1'000'000;      // ps
 constexpr int64_t kMs = 1'000'000'000;  // ps
@@ -213,8 +213,8 @@ TEST(EngineFlow, OversubscribedUplinkSharedByEightHosts) {
 TEST(EngineFlow, RandomScenariosMatchAGlobalFluidReference) {
   std::mt19937_64 rng(99);
   for (int scenario = 0; scenario < 40; ++scenario) {
-    std::uniform_int_distribution<int> nlinks_d(2, 7), nflows_d(2, 14), hops_d(1, 3),
-        mult_d(1, 3), cap_pick(1, 5), start_us(0, 400);
+    std::uniform_int_distribution<int> nlinks_d(2, 7), nflows_d(2, 14), hops_d(1, 3), mult_d(1, 3),
+        cap_pick(1, 5), start_us(0, 400);
     std::uniform_real_distribution<double> bytes_d(1e4, 2e6);
     std::bernoulli_distribution capped_d(0.2), multi_d(0.25);
     const int nlinks = nlinks_d(rng);
@@ -255,7 +255,6 @@ TEST(EngineFlow, RandomScenariosMatchAGlobalFluidReference) {
     }
   }
 }
-
 
 // 400 flows join one link 1 us apart: every join and every finish re-rates
 // all flows on it, so most completion events go stale (over 10^5 of them,

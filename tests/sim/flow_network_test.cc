@@ -139,7 +139,6 @@ TEST(FlowNetwork, SameLinkTwiceInAPathCountsTwice) {
   EXPECT_EQ(net.rate(plain), 3 * kG);
 }
 
-
 // Random joins and leaves on random networks; after every solve all active
 // rates must equal a from-scratch global solve, and the reported changes must
 // be exactly the flows whose rate moved.
@@ -201,8 +200,8 @@ void check_against_reference(uint64_t seed, int links, int flows, int steps, int
     }
     const std::vector<double> expected = reference::naive_max_min(capacity, declared, on);
     for (const int f : on) {
-      ASSERT_NEAR(net.rate(f), expected[f], 1e-9 * expected[f]) << "seed " << seed << " step "
-                                                                 << step << " flow " << f;
+      ASSERT_NEAR(net.rate(f), expected[f], 1e-9 * expected[f])
+          << "seed " << seed << " step " << step << " flow " << f;
       if (!changed[f]) {
         ASSERT_EQ(net.rate(f), before[f]) << "unreported change, flow " << f;
       }

@@ -65,7 +65,7 @@ inline std::vector<double> naive_max_min(const std::vector<double>& capacity,
 /// Finish times (seconds) of `flows` started at their start_s, by a global
 /// fluid simulation in doubles: every rate from scratch at every event.
 inline std::vector<double> reference_finish_s(const std::vector<double>& capacity,
-                                       const std::vector<RefFlow>& flows) {
+                                              const std::vector<RefFlow>& flows) {
   std::vector<double> finish(flows.size(), -1), remaining(flows.size());
   std::vector<bool> started(flows.size(), false);
   std::vector<int> active;

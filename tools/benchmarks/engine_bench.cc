@@ -47,8 +47,8 @@ void BM_EventQueueHold(benchmark::State& state) {
   }
   for (auto _ : state) {
     const Event event = queue.pop();
-    queue.push(Time::from_ps(event.time_ps + static_cast<int64_t>(rng.bits(20))),
-               event.target, event.kind);
+    queue.push(Time::from_ps(event.time_ps + static_cast<int64_t>(rng.bits(20))), event.target,
+               event.kind);
   }
   benchmark::DoNotOptimize(queue.top());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
@@ -63,8 +63,7 @@ void BM_EventQueueFillDrain(benchmark::State& state) {
   Rng rng(2);
   for (auto _ : state) {
     for (size_t i = 0; i < n; ++i) {
-      queue.push(Time::from_ps(static_cast<int64_t>(rng.bits(20))),
-                 static_cast<uint32_t>(i), 0);
+      queue.push(Time::from_ps(static_cast<int64_t>(rng.bits(20))), static_cast<uint32_t>(i), 0);
     }
     while (!queue.empty()) benchmark::DoNotOptimize(queue.pop());
   }
@@ -187,10 +186,10 @@ void BM_FatTreeFlows(benchmark::State& state) {
 BENCHMARK(BM_FatTreeFlows)
     ->ArgNames({"flows", "group"})
     ->Args({10'000, 1})
-    ->Args({10'000, 100})->Args({2000, 100})
+    ->Args({10'000, 100})
+    ->Args({2000, 100})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-
 
 // A ring all-reduce step on 16,384 GPUs (2,048 nodes of 8) with 8 channels:
 // every GPU sends one flow per channel to its successor in that channel's
@@ -206,7 +205,7 @@ void BM_RingAllReduceFlows(benchmark::State& state) {
   constexpr uint32_t kLeaves = kGpus / kPerLeaf;
   constexpr double kNvlinkBw = 450e9, kNicBw = 50e9;
   constexpr double kSpineBw = kNicBw * kPerLeaf / kSpines / 2.0;  // 2:1 pruned
-  constexpr double kBytes = 1e9 / kGpus;  // a 1 GB buffer in 1/N chunks
+  constexpr double kBytes = 1e9 / kGpus;                          // a 1 GB buffer in 1/N chunks
   uint64_t events = 0;
   double end_s = 0;
   size_t flows = 0;
