@@ -97,6 +97,24 @@ TEST(EngineFlow, FlowAfterADelayStartsWhenItEnds) {
   EXPECT_EQ(engine.finish_time(compute), ps(3 * kMs));
 }
 
+TEST(EngineFlow, DependentFlowStartsWhenItsPredecessorEnds) {
+  // a then b (b waits for a) share the link with c throughout, 1 GB/s:
+  // 0-2 ms a, c at 0.5 GB/s (a done; c has 2 MB left); 2-4 ms b, c at
+  // 0.5 GB/s (b done; c has 1 MB left); then c alone: done at 5 ms.
+  Engine engine;
+  const LinkId link = engine.add_link(1 * kG);
+  const ActivityId a = engine.add_flow(1e6, path({link}), ps(0));
+  const ActivityId b = engine.add_flow(1e6, path({link}), ps(0));
+  const ActivityId c = engine.add_flow(3e6, path({link}), ps(0));
+  engine.add_dependency(a, b);
+  const RunResult result = engine.run();
+  EXPECT_EQ(engine.finish_time(a), ps(2 * kMs));
+  EXPECT_EQ(engine.start_time(b), ps(2 * kMs));
+  EXPECT_EQ(engine.finish_time(b), ps(4 * kMs));
+  EXPECT_EQ(engine.finish_time(c), ps(5 * kMs));
+  EXPECT_EQ(result.events, 6u);  // each flow: joins the sharing, completes
+}
+
 // Three links, five flows with bottlenecks on different links (all in GB/s):
 //   L1 = 10: f0, f1, f2     L2 = 6: f0, f2, f4     L3 = 2: f0, f3
 // Progressive filling: L3 saturates first at 1 (f0 = f3 = 1); then L2 at

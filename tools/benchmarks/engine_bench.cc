@@ -33,6 +33,21 @@ class Rng {
   uint64_t state_;
 };
 
+// Runs the engine (the caller's timing covers it); a deadlock fails the
+// benchmark rather than reporting a meaningless speed.
+RunResult run_checked(benchmark::State& state, Engine& engine) {
+  RunResult result = engine.run();
+  if (!result.completed()) state.SkipWithError("the run did not complete");
+  return result;
+}
+
+// Events per second of the last run, its event count and simulated end.
+void report_run(benchmark::State& state, const RunResult& last) {
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * last.events));
+  state.counters["events"] = static_cast<double>(last.events);
+  state.counters["sim_end_s"] = last.end.seconds();
+}
+
 // The "hold" model: a queue of N pending events; each step pops the earliest
 // and schedules one a random time later, as a simulation does. One item is
 // one event (pushed once, popped once).
@@ -103,24 +118,18 @@ void build_dag(Engine& engine, uint32_t activities, uint32_t streams) {
 void BM_EngineDag(benchmark::State& state) {
   const auto activities = static_cast<uint32_t>(state.range(0));
   const bool include_build = state.range(1) != 0;
-  uint64_t events = 0;
-  double end_s = 0;
+  RunResult last;
   for (auto _ : state) {
     if (!include_build) state.PauseTiming();
     Engine engine;
     build_dag(engine, activities, 4096);
     if (!include_build) state.ResumeTiming();
-    const RunResult result = engine.run();
-    if (!result.completed()) state.SkipWithError("DAG did not complete");
-    events = result.events;
-    end_s = result.end.seconds();
+    last = run_checked(state, engine);
     if (!include_build) state.PauseTiming();  // destruction is not the run
     engine = Engine();
     if (!include_build) state.ResumeTiming();
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
-  state.counters["events"] = static_cast<double>(events);
-  state.counters["sim_end_s"] = end_s;
+  report_run(state, last);
 }
 BENCHMARK(BM_EngineDag)
     ->ArgNames({"activities", "with_build"})
@@ -140,8 +149,7 @@ void BM_FatTreeFlows(benchmark::State& state) {
   const auto group = static_cast<uint32_t>(state.range(1));
   constexpr uint32_t kHosts = 1024, kPerLeaf = 32, kLeaves = kHosts / kPerLeaf, kSpines = 16;
   constexpr double kHostBw = 12.5e9, kSpineBw = 12.5e9;
-  uint64_t events = 0;
-  double end_s = 0;
+  RunResult last;
   for (auto _ : state) {
     state.PauseTiming();
     Engine engine;
@@ -174,14 +182,9 @@ void BM_FatTreeFlows(benchmark::State& state) {
       engine.add_flow(bytes, path, start);
     }
     state.ResumeTiming();
-    const RunResult result = engine.run();
-    if (!result.completed()) state.SkipWithError("flows did not complete");
-    events = result.events;
-    end_s = result.end.seconds();
+    last = run_checked(state, engine);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
-  state.counters["events"] = static_cast<double>(events);
-  state.counters["sim_end_s"] = end_s;
+  report_run(state, last);
 }
 BENCHMARK(BM_FatTreeFlows)
     ->ArgNames({"flows", "group"})
@@ -206,8 +209,7 @@ void BM_RingAllReduceFlows(benchmark::State& state) {
   constexpr double kNvlinkBw = 450e9, kNicBw = 50e9;
   constexpr double kSpineBw = kNicBw * kPerLeaf / kSpines / 2.0;  // 2:1 pruned
   constexpr double kBytes = 1e9 / kGpus;                          // a 1 GB buffer in 1/N chunks
-  uint64_t events = 0;
-  double end_s = 0;
+  RunResult last;
   size_t flows = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -225,8 +227,8 @@ void BM_RingAllReduceFlows(benchmark::State& state) {
     // Channel c visits each node's GPUs starting at local rank c.
     const auto ring_next = [&](uint32_t channel, uint32_t gpu) {
       const uint32_t node = gpu / kPerNode, local = gpu % kPerNode;
-      const uint32_t last = (channel + kPerNode - 1) % kPerNode;
-      if (local != last) return node * kPerNode + (local + 1) % kPerNode;
+      const uint32_t last_local = (channel + kPerNode - 1) % kPerNode;
+      if (local != last_local) return node * kPerNode + (local + 1) % kPerNode;
       return ((node + 1) % (kGpus / kPerNode)) * kPerNode + channel;
     };
     std::vector<ActivityId> previous(static_cast<size_t>(kGpus) * kChannels);
@@ -255,15 +257,10 @@ void BM_RingAllReduceFlows(benchmark::State& state) {
     }
     flows = engine.activity_count();
     state.ResumeTiming();
-    const RunResult result = engine.run();
-    if (!result.completed()) state.SkipWithError("ring did not complete");
-    events = result.events;
-    end_s = result.end.seconds();
+    last = run_checked(state, engine);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
+  report_run(state, last);
   state.counters["flows"] = static_cast<double>(flows);
-  state.counters["events"] = static_cast<double>(events);
-  state.counters["sim_end_s"] = end_s;
 }
 BENCHMARK(BM_RingAllReduceFlows)
     ->ArgNames({"steps"})
