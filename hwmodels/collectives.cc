@@ -715,6 +715,33 @@ CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,
   return result;
 }
 
+std::vector<CollectiveResult> collective_sweep(const ClusterSpec& cluster, CollectiveOp op,
+                                               int64_t gpus, std::span<const double> sizes,
+                                               Algorithm algorithm) {
+  if (gpus < 1 || gpus > cluster.total_gpus()) {
+    throw std::invalid_argument("gpus: " + std::to_string(gpus) + " is outside 1.." +
+                                std::to_string(cluster.total_gpus()) + " (cluster '" +
+                                cluster.name + "' has " + std::to_string(cluster.nodes) +
+                                " nodes x " + std::to_string(cluster.gpus_per_node) + " GPUs)");
+  }
+  const Fabric fabric = Fabric::build(cluster);
+  const std::vector<int64_t> group = gpu_range(0, gpus);
+  const CollectiveParams params = CollectiveParams::for_gpu(cluster.gpu);
+  std::vector<CollectiveResult> out;
+  out.reserve(sizes.size());
+  for (double bytes : sizes) {
+    out.push_back(predict_collective(fabric, op, group, bytes, algorithm, params));
+  }
+  return out;
+}
+
+std::vector<double> doubling_sizes(double min_bytes, double max_bytes) {
+  std::vector<double> out;
+  if (!(min_bytes > 0) || !(max_bytes >= min_bytes)) return out;
+  for (double s = min_bytes; s <= max_bytes * (1 + 1e-12); s *= 2) out.push_back(s);
+  return out;
+}
+
 std::vector<int64_t> gpu_range(int64_t first, int64_t count) {
   std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(0, count)));
   for (size_t i = 0; i < out.size(); ++i) out[i] = first + static_cast<int64_t>(i);

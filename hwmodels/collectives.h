@@ -169,6 +169,17 @@ CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,
 /// one (m odd) so most leaves of one tree are interior in the other.
 std::vector<std::array<int64_t, 2>> double_binary_tree(int64_t m);
 
+/// `op` over the first `gpus` GPUs of `cluster` for each size, with the
+/// default CollectiveParams of its GPU: the core of `podsim collective`.
+/// Builds the fabric once. Throws std::invalid_argument naming the bad input
+/// (gpus outside 1..total, an invalid cluster, an unavailable algorithm).
+std::vector<CollectiveResult> collective_sweep(const ClusterSpec& cluster, CollectiveOp op,
+                                               int64_t gpus, std::span<const double> sizes,
+                                               Algorithm algorithm = Algorithm::kAuto);
+
+/// min, 2 min, 4 min, ... up to max inclusive (nccl-tests -b min -e max -f 2).
+std::vector<double> doubling_sizes(double min_bytes, double max_bytes);
+
 /// GPUs [first, first + count).
 std::vector<int64_t> gpu_range(int64_t first, int64_t count);
 

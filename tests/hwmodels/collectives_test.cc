@@ -362,5 +362,25 @@ TEST(Schedule, StartsAfterDependenciesAndIsDeterministic) {
   }
 }
 
+TEST(Sweep, DoublingSizesAndClusterEntryPoint) {
+  const std::vector<double> sizes = doubling_sizes(8, 8 * kGiB);
+  ASSERT_EQ(sizes.size(), 31u);  // 2^3 .. 2^33
+  EXPECT_EQ(sizes.front(), 8.0);
+  EXPECT_EQ(sizes.back(), 8 * kGiB);
+  EXPECT_TRUE(doubling_sizes(0, 8).empty());
+  const ClusterSpec c = dgx_h100(2);
+  const double some[] = {8, 1 << 20, kGiB};
+  const auto rows = collective_sweep(c, CollectiveOp::kAllReduce, 8, some);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_LT(rows[0].busbw_bytes_per_s, rows[1].busbw_bytes_per_s);
+  EXPECT_LT(rows[1].busbw_bytes_per_s, rows[2].busbw_bytes_per_s);
+  // Same as the fabric-level call.
+  const Fabric f = Fabric::build(c);
+  EXPECT_EQ(rows[2].time_s,
+            predict_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 8), kGiB).time_s);
+  EXPECT_THROW(collective_sweep(c, CollectiveOp::kAllReduce, 17, some), std::invalid_argument);
+  EXPECT_THROW(collective_sweep(c, CollectiveOp::kAllReduce, 0, some), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace podsim::hwmodels

@@ -53,8 +53,8 @@ void BM_AllReduce16kGpus(benchmark::State& state) {
   size_t flows = 0;
   double busbw = 0;
   for (auto _ : state) {
-    const auto r =
-        podsim::hwmodels::predict_collective(f, CollectiveOp::kAllReduce, group, 1 << 30, algorithm);
+    const auto r = podsim::hwmodels::predict_collective(f, CollectiveOp::kAllReduce, group, 1 << 30,
+                                                        algorithm);
     flows = r.plan.flow_count();
     busbw = r.busbw_bytes_per_s;
   }
@@ -74,7 +74,8 @@ void BM_AllReduceStridedDpGroup(benchmark::State& state) {
   std::vector<int64_t> group;
   for (int64_t node = 0; node < 2048; ++node) group.push_back(node * 8);
   for (auto _ : state) {
-    const auto r = podsim::hwmodels::predict_collective(f, CollectiveOp::kAllReduce, group, 1 << 30);
+    const auto r =
+        podsim::hwmodels::predict_collective(f, CollectiveOp::kAllReduce, group, 1 << 30);
     benchmark::DoNotOptimize(r.time_s);
   }
 }
