@@ -31,12 +31,6 @@ bool in_unit_interval(double x) { return x > 0 && x <= 1.0; }
 
 }  // namespace
 
-std::string SpecProblem::to_string() const {
-  std::string out = (path.empty() ? std::string("/") : path) + ": " + message;
-  if (!hint.empty()) out += " (" + hint + ")";
-  return out;
-}
-
 std::string_view to_string(LinkKind kind) {
   switch (kind) {
     case LinkKind::kNvlinkUp:

@@ -8,18 +8,10 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "hwmodels/spec_problem.h"
 #include "sim/engine.h"
 
 namespace podsim::hwmodels {
-
-/// One thing wrong with a ClusterSpec. `path` is relative to the cluster
-/// object ("scale_out/tiers/1/nodes"); the scenario reader prefixes it.
-struct SpecProblem {
-  std::string path;
-  std::string message;
-  std::string hint;
-  std::string to_string() const;
-};
 
 enum class VertexKind : uint8_t { kGpu, kNvSwitch, kNic, kSwitch };
 

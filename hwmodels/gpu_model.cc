@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace podsim::hwmodels {
 namespace {
@@ -32,7 +33,13 @@ GemmEfficiency gemm_efficiency(const KernelEfficiency& params, int sms, const Ge
   eff.tiles =
       shape.batch * ceil_div(shape.m, params.gemm_tile_m) * ceil_div(shape.n, params.gemm_tile_n);
   eff.waves = ceil_div(eff.tiles, sms);
-  eff.wave = static_cast<double>(eff.tiles) / static_cast<double>(eff.waves * sms);
+  // Useful output over what the waves could compute: idle SMs in the last
+  // wave and the padding of ragged edge tiles both cost.
+  const double useful = static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+                        static_cast<double>(shape.batch);
+  const double capacity =
+      static_cast<double>(eff.waves) * sms * params.gemm_tile_m * params.gemm_tile_n;
+  eff.wave = useful / capacity;
   const double k = static_cast<double>(shape.k);
   eff.k_ramp = k / (k + std::max(0.0, params.gemm_k_overhead));
   return eff;
@@ -74,7 +81,14 @@ GpuModel::GpuModel(GpuSpec gpu) : gpu_(std::move(gpu)) {
 }
 
 GpuModel::GpuModel(GpuSpec gpu, KernelEfficiency params)
-    : gpu_(std::move(gpu)), params_(std::move(params)) {}
+    : gpu_(std::move(gpu)), params_(std::move(params)) {
+  const std::vector<SpecProblem> problems = validate(params_, gpu_);
+  if (!problems.empty()) {
+    std::string msg = "kernel efficiency parameters for " + gpu_.name + " are invalid:";
+    for (const SpecProblem& p : problems) msg += "\n  " + p.to_string();
+    throw std::invalid_argument(msg);
+  }
+}
 
 double GpuModel::achievable_bandwidth(double bytes) const {
   if (bytes <= gpu_.l2_capacity_bytes && gpu_.l2_bw_bytes_per_s > 0) {

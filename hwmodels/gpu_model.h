@@ -20,10 +20,12 @@ struct GemmShape {
 /// The factors of a GEMM's compute efficiency (see gemm_efficiency()).
 struct GemmEfficiency {
   double plateau = 0;  ///< KernelEfficiency::gemm_plateau of the format
-  double wave = 0;     ///< tiles / (waves x sms), in (0, 1]
-  double k_ramp = 0;   ///< k / (k + gemm_k_overhead), in (0, 1]
-  int64_t tiles = 0;   ///< output tiles over all batches
-  int64_t waves = 0;   ///< ceil(tiles / sms)
+  /// m n batch / (waves x sms x tile_m x tile_n), in (0, 1]: SMs idle in the
+  /// last wave and padding of ragged edge tiles.
+  double wave = 0;
+  double k_ramp = 0;  ///< k / (k + gemm_k_overhead), in (0, 1]
+  int64_t tiles = 0;  ///< output tiles over all batches
+  int64_t waves = 0;  ///< ceil(tiles / sms)
   double total() const { return plateau * wave * k_ramp; }
 };
 
@@ -92,6 +94,7 @@ class GpuModel {
  public:
   /// Uses default_kernel_efficiency(gpu).
   explicit GpuModel(GpuSpec gpu);
+  /// Throws std::invalid_argument listing validate(params, gpu)'s problems.
   GpuModel(GpuSpec gpu, KernelEfficiency params);
 
   const GpuSpec& spec() const { return gpu_; }

@@ -165,6 +165,37 @@ double plateau_from_anchor(const KernelEfficiency& shape_params, const GpuSpec& 
 
 }  // namespace
 
+std::vector<SpecProblem> validate(const KernelEfficiency& p, const GpuSpec& gpu) {
+  std::vector<SpecProblem> out;
+  auto fraction = [&](const std::string& path, double v, bool zero_ok) {
+    if (!(v <= 1.0) || !(v > 0 || (zero_ok && v == 0))) {
+      out.push_back({path, "must be in (0, 1], is " + std::to_string(v), ""});
+    }
+  };
+  for (int f = 0; f < sim::kNumberFormats; ++f) {
+    const auto format = static_cast<sim::NumberFormat>(f);
+    const bool has_peak = gpu.peak(format) > 0;
+    const std::string path = "gemm_plateau/" + std::string(sim::to_string(format));
+    fraction(path, p.plateau(format), !has_peak);
+    if (has_peak && p.plateau(format) == 0) {
+      out.back().hint = "the GPU has a " + std::string(sim::to_string(format)) + " peak";
+    }
+  }
+  if (p.gemm_tile_m <= 0) out.push_back({"gemm_tile_m", "must be positive", ""});
+  if (p.gemm_tile_n <= 0) out.push_back({"gemm_tile_n", "must be positive", ""});
+  if (!(p.gemm_k_overhead >= 0)) out.push_back({"gemm_k_overhead", "must be >= 0", ""});
+  fraction("attn_fwd_plateau", p.attn_fwd_plateau, false);
+  fraction("attn_bwd_plateau", p.attn_bwd_plateau, false);
+  if (!(p.attn_kv_half >= 0)) out.push_back({"attn_kv_half", "must be >= 0", ""});
+  if (p.attn_tile <= 0) out.push_back({"attn_tile", "must be positive", ""});
+  fraction("hbm_fraction", p.hbm_fraction, false);
+  fraction("l2_fraction", p.l2_fraction, false);
+  fraction("simt_fraction", p.simt_fraction, false);
+  if (!(p.mem_latency_s >= 0)) out.push_back({"mem_latency_s", "must be >= 0", ""});
+  if (!(p.launch_overhead_s >= 0)) out.push_back({"launch_overhead_s", "must be >= 0", ""});
+  return out;
+}
+
 KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
   KernelEfficiency p;
   p.source = ParamSource::kDatasheet;

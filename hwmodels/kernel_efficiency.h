@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hwmodels/gpu_spec.h"
+#include "hwmodels/spec_problem.h"
 #include "sim/number_format.h"
 
 namespace podsim::hwmodels {
@@ -37,7 +39,8 @@ struct KernelEfficiency {
   /// sim::NumberFormat. 0 = format unsupported. Range (0, 1].
   std::array<double, sim::kNumberFormats> gemm_plateau{};
   /// Output tile of one CTA (rows x columns of C). Tiles per GEMM =
-  /// batch x ceil(m/tile_m) x ceil(n/tile_n); they run in waves of `sms`.
+  /// batch x ceil(m/tile_m) x ceil(n/tile_n); they run in waves of `sms`,
+  /// and the wave factor is useful output / (waves x sms x tile).
   int gemm_tile_m = 128;
   int gemm_tile_n = 256;
   /// K-depth equivalent of a tile's fixed cost (pipeline fill, epilogue):
@@ -81,6 +84,11 @@ struct KernelEfficiency {
     return gemm_plateau[static_cast<size_t>(format)];
   }
 };
+
+/// Every field outside its documented range, for a profile reader to report
+/// (paths are field names, "gemm_plateau/bf16"). A plateau of 0 is allowed
+/// (format unsupported); it is an error only where `gpu` has a peak for it.
+std::vector<SpecProblem> validate(const KernelEfficiency& params, const GpuSpec& gpu);
 
 /// Datasheet/measurement defaults for `gpu`, chosen by GpuSpec::name
 /// ("A100", "H100", "H200", "B200", "GB200", "MI300X", "MI325X"; anything

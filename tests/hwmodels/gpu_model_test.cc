@@ -36,9 +36,11 @@ TEST(GemmEfficiency, WaveQuantisationCountsTilesOverSms) {
   e = gemm_efficiency(p, 132, GemmShape{128 * 133, 256, 64, 1}, NumberFormat::kBf16);
   EXPECT_EQ(e.waves, 2);
   EXPECT_DOUBLE_EQ(e.wave, 133.0 / 264.0);
-  // Batches multiply tiles; a ragged edge still costs a whole tile.
+  // Batches multiply tiles; a ragged edge still costs a whole tile: 129 rows
+  // take two 128-row tiles, 129/256 of them useful.
   e = gemm_efficiency(p, 132, GemmShape{129, 256, 64, 3}, NumberFormat::kBf16);
   EXPECT_EQ(e.tiles, 6);
+  EXPECT_DOUBLE_EQ(e.wave, 129.0 * 256 * 3 / (132.0 * 128 * 256));
 }
 
 TEST(GemmEfficiency, KRampHalvesAtOverhead) {
@@ -72,6 +74,23 @@ TEST(KernelEfficiencyDefaults, AnchorsAreReproducedAndSourced) {
   const GpuModel a(a100());
   EXPECT_EQ(a.params().plateau(NumberFormat::kFp8), 0.0);
   EXPECT_THROW(a.gemm_time(1024, 1024, 1024, 1, NumberFormat::kFp8), std::invalid_argument);
+}
+
+TEST(KernelEfficiencyDefaults, DefaultsValidateAndBadProfilesAreNamed) {
+  for (const GpuSpec& g : {h100(), a100()}) {
+    EXPECT_TRUE(validate(default_kernel_efficiency(g), g).empty()) << g.name;
+  }
+  KernelEfficiency p = default_kernel_efficiency(h100());
+  p.gemm_plateau[static_cast<size_t>(NumberFormat::kFp8)] = 0;  // H100 has fp8
+  p.hbm_fraction = 1.2;
+  p.source = ParamSource::kProfile;
+  const std::vector<SpecProblem> problems = validate(p, h100());
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].path, "gemm_plateau/fp8");
+  EXPECT_EQ(problems[1].path, "hbm_fraction");
+  EXPECT_THROW(GpuModel(h100(), p), std::invalid_argument);
+  // A100 has no fp8, so a 0 plateau there is fine.
+  EXPECT_TRUE(validate(default_kernel_efficiency(a100()), a100()).empty());
 }
 
 TEST(KernelEfficiencyDefaults, UnknownGpuGetsGenericDefaults) {
@@ -124,6 +143,12 @@ TEST(GemmTime, SkinnyGemmIsMemoryBound) {
   const KernelCost c = m.gemm_time(802816, 192, 768, 1, NumberFormat::kFp8);
   EXPECT_EQ(c.bound, KernelBound::kMemory);
   EXPECT_NEAR(tflops(c) / 663.8, 1.0, 0.25);
+  // The same shape in fp16 on A100 is compute-bound, and n = 192 pads to two
+  // 128-column tiles: 157.8 TFLOP/s measured [S27].
+  const GpuModel a(a100());
+  const KernelCost ca = a.gemm_time(802816, 192, 768, 1, NumberFormat::kFp16);
+  EXPECT_EQ(ca.bound, KernelBound::kCompute);
+  EXPECT_NEAR(tflops(ca) / 157.8, 1.0, 0.15);
   // A GEMV (n = 1): bytes over achievable HBM bandwidth.
   const KernelCost v = m.gemm_time(16384, 1, 16384, 1, NumberFormat::kBf16);
   EXPECT_EQ(v.bound, KernelBound::kMemory);
@@ -138,6 +163,7 @@ TEST(GemmTime, SkinnyGemmIsMemoryBound) {
 TEST(GemmTime, TimeIsRooflinePlusLaunch) {
   KernelEfficiency p;
   p.gemm_plateau.fill(0.5);
+  p.attn_fwd_plateau = p.attn_bwd_plateau = 0.5;
   p.gemm_tile_m = 128;
   p.gemm_tile_n = 128;
   p.gemm_k_overhead = 0;
