@@ -55,9 +55,13 @@ void check_degrees(const ParallelPlan& plan, Problems& p) {
   const std::array<std::pair<const char*, int64_t>, 5> degrees{
       {{"dp", plan.dp}, {"tp", plan.tp}, {"pp", plan.pp}, {"cp", plan.cp}, {"ep", plan.ep}}};
   for (const auto& [name, value] : degrees) {
-    if (value < 1)
+    if (value < 1) {
       p.add(std::string("/parallelism/") + name, "must be at least 1, got " + str(value));
+    }
   }
+}
+
+void check_order(const ParallelPlan& plan, Problems& p) {
   std::array<int, kDims> seen{};
   for (Dim d : plan.order) {
     const auto i = static_cast<size_t>(d);
@@ -185,6 +189,7 @@ std::vector<PlanProblem> validate(const Job& job) {
   if (t.micro_batch < 1) p.add("/training/micro_batch", "must be at least 1");
   if (t.global_batch < 1) p.add("/training/global_batch", "must be at least 1");
   if (!p.empty()) return p.take();  // the checks below divide by these
+  check_order(job.plan, p);
   if (t.global_batch % (job.plan.dp * t.micro_batch) != 0) {
     p.add("/training/global_batch",
           str(t.global_batch) +

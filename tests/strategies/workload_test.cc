@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "strategies/presets.h"
 #include "tests/strategies/test_util.h"
@@ -198,6 +199,136 @@ TEST(Flops, HardwareFlopsIncludeRecompute) {
   EXPECT_GT(full, none);
   const double layer_fwd = make_work(job, Pass::kForward, 96, false, false).matmul_flops();
   EXPECT_NEAR((full - none) / (layer_fwd * 64 * 8), 1.0, 1e-12);
+}
+
+struct CollectiveTally {
+  std::map<std::pair<Dim, CollectiveKind>, int64_t> count;
+  std::map<std::pair<Dim, CollectiveKind>, double> bytes;
+};
+CollectiveTally tally(const std::vector<Op>& ops) {
+  CollectiveTally t;
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::kCollective) continue;
+    const auto key = std::make_pair(op.collective.dim, op.collective.kind);
+    t.count[key] += op.count;
+    t.bytes[key] += static_cast<double>(op.count) * op.collective.bytes;
+  }
+  return t;
+}
+
+TEST(Collectives, MegatronTensorParallelTwoAllReducesEachWay) {
+  Job job = preset_job("gpt3-175b", 2048, 8);
+  job.plan.tp = 8;
+  const double activation = 2048.0 * 12288 * 2;  // s b h, bf16
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const CollectiveTally t = tally(layer_ops(job, pass));
+    EXPECT_EQ(t.count.size(), 1u);
+    EXPECT_EQ((t.count.at({Dim::kTp, CollectiveKind::kAllReduce})), 2);
+    EXPECT_DOUBLE_EQ((t.bytes.at({Dim::kTp, CollectiveKind::kAllReduce})), 2 * activation);
+  }
+  job.plan.tp = 1;
+  EXPECT_TRUE(tally(layer_ops(job, Pass::kForward)).count.empty());
+}
+
+TEST(Collectives, SequenceParallelGathersAndScatters) {
+  Job job = preset_job("gpt3-175b", 2048, 8);
+  job.plan.tp = 8;
+  job.plan.sequence_parallel = true;
+  const CollectiveTally f = tally(layer_ops(job, Pass::kForward));
+  EXPECT_EQ((f.count.at({Dim::kTp, CollectiveKind::kAllGather})), 2);
+  EXPECT_EQ((f.count.at({Dim::kTp, CollectiveKind::kReduceScatter})), 2);
+  EXPECT_EQ(f.count.count({Dim::kTp, CollectiveKind::kAllReduce}), 0u);
+  // Backward: gather dY before each row-parallel dgrad, re-gather each
+  // column-parallel input for its wgrad, reduce-scatter each column dgrad.
+  const CollectiveTally b = tally(layer_ops(job, Pass::kBackward));
+  EXPECT_EQ((b.count.at({Dim::kTp, CollectiveKind::kAllGather})), 4);
+  EXPECT_EQ((b.count.at({Dim::kTp, CollectiveKind::kReduceScatter})), 2);
+  // Same bytes as the all-reduces they replace: AG + RS of s b h each.
+  EXPECT_DOUBLE_EQ((f.bytes.at({Dim::kTp, CollectiveKind::kAllGather})), 2 * 2048.0 * 12288 * 2);
+  // The re-gathers serve the weight gradients: zero-bubble W carries them.
+  const CollectiveTally w = tally(layer_ops(job, Pass::kBackwardWeight));
+  EXPECT_EQ((w.count.at({Dim::kTp, CollectiveKind::kAllGather})), 2);
+  for (const Op& op : layer_ops(job, Pass::kBackwardInput)) {
+    EXPECT_NE(op.role, OpRole::kWeightGrad) << op.name;
+  }
+}
+
+TEST(Collectives, ContextParallelAlgorithms) {
+  Job job = preset_job("llama3-70b", 32768, 8);
+  job.plan.cp = 4;
+  const double kv_chunk = 32768.0 / 4 * 2 * 8 * 128 * 2;  // local K and V, bf16
+  // Ring: cp-1 K/V exchanges, each paired step by step with an attention
+  // block of the same count; cp attention blocks in all.
+  const std::vector<Op> ring = layer_ops(job, Pass::kForward);
+  const CollectiveTally t = tally(ring);
+  EXPECT_EQ((t.count.at({Dim::kCp, CollectiveKind::kSendRecv})), 3);
+  EXPECT_DOUBLE_EQ((t.bytes.at({Dim::kCp, CollectiveKind::kSendRecv})), 3 * kv_chunk);
+  int64_t blocks = 0;
+  for (const Op& op : ring) {
+    if (op.kind == OpKind::kAttention) blocks += op.count;
+    if (op.kind == OpKind::kCollective && op.collective.dim == Dim::kCp) {
+      ASSERT_GE(op.collective.overlap_op, 0);
+      const Op& partner = ring[static_cast<size_t>(op.collective.overlap_op)];
+      EXPECT_EQ(partner.kind, OpKind::kAttention);
+      EXPECT_EQ(partner.count, op.count);
+    }
+  }
+  EXPECT_EQ(blocks, 4);
+  // Ring backward passes K/V and dK/dV: twice the bytes.
+  EXPECT_DOUBLE_EQ(
+      (tally(layer_ops(job, Pass::kBackward)).bytes.at({Dim::kCp, CollectiveKind::kSendRecv})),
+      6 * kv_chunk);
+  job.plan.context = ContextAlgorithm::kUlysses;
+  EXPECT_EQ((tally(layer_ops(job, Pass::kForward)).count.at({Dim::kCp, CollectiveKind::kAllToAll})),
+            2);
+  job.plan.context = ContextAlgorithm::kAllGather;
+  const CollectiveTally ag = tally(layer_ops(job, Pass::kForward));
+  EXPECT_EQ((ag.count.at({Dim::kCp, CollectiveKind::kAllGather})), 1);
+  EXPECT_DOUBLE_EQ((ag.bytes.at({Dim::kCp, CollectiveKind::kAllGather})), 4 * kv_chunk);
+  const CollectiveTally agb = tally(layer_ops(job, Pass::kBackward));
+  EXPECT_EQ((agb.count.at({Dim::kCp, CollectiveKind::kReduceScatter})), 1);
+}
+
+TEST(Collectives, ExpertParallelDispatchAndCombine) {
+  Job job = preset_job("mixtral-8x7b", 4096, 8);
+  job.plan.dp = 4;
+  job.plan.ep = 4;
+  const double routed = 4096.0 * 2 * 4096 * 2;  // tokens x top_k x hidden, bf16
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const CollectiveTally t = tally(layer_ops(job, pass));
+    EXPECT_EQ((t.count.at({Dim::kEp, CollectiveKind::kAllToAll})), 2);
+    EXPECT_DOUBLE_EQ((t.bytes.at({Dim::kEp, CollectiveKind::kAllToAll})), 2 * routed);
+  }
+  // Balanced routing: each of the 2 local experts gets tokens*top_k/2 rows.
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.name == "moe_expert_fc1") {
+      EXPECT_EQ(op.gemm.batch, 2);
+      EXPECT_EQ(op.gemm.m, 4096 * 2 / 2);
+      EXPECT_EQ(op.gemm.n, 2 * 14336);
+    }
+  }
+}
+
+TEST(Recompute, PassesHoldWhatTheModeRecomputes) {
+  Job job = preset_job("llama3-8b", 8192, 8);
+  job.plan.tp = 2;
+  EXPECT_TRUE(layer_ops(job, Pass::kRecompute).empty());
+  job.plan.recompute.mode = RecomputeMode::kSelective;
+  const std::vector<Op> selective = layer_ops(job, Pass::kRecompute);
+  ASSERT_EQ(selective.size(), 1u);
+  EXPECT_EQ(selective[0].kind, OpKind::kAttention);
+  EXPECT_EQ(selective[0].model_flops, 0.0);
+  job.plan.recompute.mode = RecomputeMode::kFull;
+  const std::vector<Op> full = layer_ops(job, Pass::kRecompute);
+  const std::vector<Op> fwd = layer_ops(job, Pass::kForward);
+  ASSERT_EQ(full.size(), fwd.size());  // the TP all-reduces run again too
+  double flops = 0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_EQ(full[i].name, fwd[i].name);
+    EXPECT_EQ(full[i].role, OpRole::kRecompute);
+    flops += full[i].flops - fwd[i].flops;
+  }
+  EXPECT_EQ(flops, 0.0);
 }
 
 }  // namespace
