@@ -106,6 +106,8 @@ struct Piece {
   int64_t layer_begin = 0, layer_end = 0;
   bool embedding = false, head = false;
   StageParams params;
+  double stored = 0;     ///< activation bytes kept per micro-batch
+  double transient = 0;  ///< bytes a recompute of the piece brings back
   int64_t layers() const { return layer_end - layer_begin; }
 };
 
@@ -122,11 +124,20 @@ void add_params(StageParams& to, const StageParams& from, double times = 1.0) {
 }
 
 Piece piece_of(const Job& job, int64_t begin, int64_t end, bool embedding, bool head) {
-  Piece p{begin, end, embedding, head, {}};
+  Piece p{begin, end, embedding, head, {}, 0, 0};
   add_params(p.params, layer_parameters(job), d(end - begin));
   if (embedding) add_params(p.params, embedding_parameters(job));
   if (head) add_params(p.params, head_parameters(job));
   return p;
+}
+
+/// Fills the memory fields of a piece of chunk `c` (computed once per piece:
+/// tasks reuse them).
+void set_memory(const Job& job, const ChunkInfo& c, Piece& p) {
+  p.stored = stored_activation_bytes(job, c, p.layer_begin, p.layer_end, p.embedding, p.head);
+  p.transient = job.plan.recompute.mode == RecomputeMode::kNone
+                    ? 0.0
+                    : recompute_transient_bytes(job, p.layers());
 }
 
 ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
@@ -146,10 +157,10 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
       job.options.dp_bucket_params > 0
           ? job.options.dp_bucket_params
           : std::max(kMegatronBucketFloor, kMegatronBucketPerRank * grad_group_size(job));
-  Piece open{c.layer_end, c.layer_end, false, false, {}};
+  Piece open{c.layer_end, c.layer_end, false, false, {}, 0, 0};
   auto close = [&]() {
     if (open.layers() > 0 || open.embedding || open.head) cp.buckets.push_back(open);
-    open = Piece{open.layer_begin, open.layer_begin, false, false, {}};
+    open = Piece{open.layer_begin, open.layer_begin, false, false, {}, 0, 0};
   };
   auto full = [&]() { return open.params.total() >= d(threshold); };
   if (c.has_head) {
@@ -167,6 +178,9 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
     add_params(open.params, embedding_parameters(job));
   }
   close();
+  set_memory(job, c, cp.whole);
+  for (Piece& p : cp.units) set_memory(job, c, p);
+  for (Piece& p : cp.buckets) set_memory(job, c, p);
   return cp;
 }
 
@@ -191,8 +205,10 @@ class Builder {
     needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
     per_mb_sync_ = zero_ == 3 || (zero_ == 2 && job.options.zero2_reduce_every_micro_batch);
     acts_ = layer_activations(job);
+    const RankShape r = rank_shape(job);
+    transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
     if (scope == Scope::kEveryRank) {
-      for (int64_t r = 0; r < s_.layout.world(); ++r) s_.ranks.push_back(r);
+      for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
     } else {
       for (int64_t st = 0; st < p_; ++st) s_.ranks.push_back(s_.layout.representative(st));
       std::sort(s_.ranks.begin(), s_.ranks.end());
@@ -218,6 +234,10 @@ class Builder {
     for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
       s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
       build_rank(ri);
+      if (ri == 0) {  // ranks have similar task counts: reserve once
+        s_.tasks.reserve(s_.tasks.size() * s_.ranks.size() * 5 / 4);
+        edges_.reserve(edges_.size() * s_.ranks.size() * 3 / 2);
+      }
     }
     s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
     link_pipeline();
@@ -258,6 +278,13 @@ class Builder {
     return index;
   }
   int32_t group(int64_t rank, GroupKind kind) {
+    int32_t& cached = group_cache_[static_cast<size_t>(kind)];
+    if (rank == rank_ && cached >= 0) return cached;
+    const int32_t index = find_group(rank, kind);
+    if (rank == rank_) cached = index;
+    return index;
+  }
+  int32_t find_group(int64_t rank, GroupKind kind) {
     std::vector<int64_t> members = s_.layout.group(rank, kind);
     auto it = group_index_.find(members);
     if (it != group_index_.end()) return it->second;
@@ -328,12 +355,8 @@ class Builder {
   }
 
   // -- memory of pieces --
-  double stored(const ChunkPlan& c, const Piece& p) const {
-    return stored_activation_bytes(job_, c.info, p.layer_begin, p.layer_end, p.embedding, p.head);
-  }
-  double transient(const Piece& p) const {
-    return recompute_ ? recompute_transient_bytes(job_, p.layers()) : 0.0;
-  }
+  static double stored(const ChunkPlan& /*chunk*/, const Piece& p) { return p.stored; }
+  static double transient(const Piece& p) { return p.transient; }
   /// Bytes the zero-bubble W of a piece still needs after B (GEMM inputs).
   double weight_inputs(const Piece& p) const { return d(p.layers()) * acts_.weight_inputs; }
   double output_grads(const Piece& p) const { return d(p.layers()) * acts_.output_grads; }
@@ -450,6 +473,7 @@ class Builder {
     consumers_.clear();
     group_seq_.clear();
     last_on_stream_.fill(kNoTask);
+    group_cache_.fill(-1);
     last_compute_ = kNoTask;
     const int64_t chunks_total = p_ * v_;
     const bool zero12 = zero_ == 1 || zero_ == 2;
@@ -636,10 +660,7 @@ class Builder {
 
   /// Activation (or gradient) bytes passed between stages per micro-batch:
   /// the SP-sharded tensor with sequence parallelism.
-  double transfer_bytes() const {
-    const RankShape r = rank_shape(job_);
-    return d(r.norm_tokens) * d(r.hidden) * r.e;
-  }
+  double transfer_bytes() const { return transfer_bytes_; }
 
   void link_pipeline() {
     const int64_t chunks_total = p_ * v_;
@@ -689,6 +710,7 @@ class Builder {
   int zero_ = 0;
   int64_t shard_ = 1, grad_group_ = 1, edp_ = 1;
   LayerActivations acts_;
+  double transfer_bytes_ = 0;
   std::vector<Stage> stages_;
   std::vector<Tables> tables_;
   std::vector<std::pair<TaskId, TaskId>> edges_;  // (after, before)
@@ -702,6 +724,7 @@ class Builder {
   std::vector<TaskId> consumers_;  ///< ZeRO-3: compute tasks that used gathered weights
   std::vector<int64_t> group_seq_;
   std::array<TaskId, kStreams> last_on_stream_{};
+  std::array<int32_t, kGroupKinds> group_cache_{};
   TaskId last_compute_ = kNoTask;
 };
 
