@@ -479,17 +479,17 @@ class Builder {
     const bool zero12 = zero_ == 1 || zero_ == 2;
 
     // ZeRO-1/2 with overlap: the parameter all-gathers of the previous
-    // step's update run at the start of this step, each chunk's first
-    // forward waiting for its buckets (Megatron's overlapped param gather).
-    std::vector<std::vector<TaskId>> chunk_gathers(static_cast<size_t>(v_));
+    // step's update run at the start of this step, bucket by bucket, and the
+    // first forward of each chunk runs in bucket pieces, each waiting for its
+    // own bucket (Megatron's overlapped param gather).
+    std::vector<std::vector<std::vector<TaskId>>> chunk_gathers(static_cast<size_t>(v_));
     if (zero12 && job_.options.overlap_dp) {
       for (const ChunkPlan& c : st.chunks) {
+        auto& per_bucket = chunk_gathers[static_cast<size_t>(c.info.virtual_index)];
         for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
           double unused = 0;
-          for (TaskId g : param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                       static_cast<int32_t>(c.info.model_chunk), -1, &unused)) {
-            chunk_gathers[static_cast<size_t>(c.info.virtual_index)].push_back(g);
-          }
+          per_bucket.push_back(param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
+                                            static_cast<int32_t>(c.info.model_chunk), -1, &unused));
         }
       }
     }
@@ -514,25 +514,28 @@ class Builder {
       auto reversed_units = [&]() { return std::vector<Piece>(c.units.rbegin(), c.units.rend()); };
 
       if (slot.kind == SlotKind::kForward) {
-        const std::vector<Piece> pieces = zero_ == 3 ? c.units : std::vector<Piece>{c.whole};
+        const auto chunk_index = static_cast<size_t>(slot.chunk);
+        const std::vector<std::vector<TaskId>>& bucket_gathers = chunk_gathers[chunk_index];
+        const bool first_of_chunk = !chunk_started[chunk_index];
+        chunk_started[chunk_index] = true;
+        const bool by_bucket = first_of_chunk && !bucket_gathers.empty();
+        const std::vector<Piece> pieces =
+            zero_ == 3  ? c.units
+            : by_bucket ? std::vector<Piece>(c.buckets.rbegin(), c.buckets.rend())
+                        : std::vector<Piece>{c.whole};
         for (size_t i = 0; i < pieces.size(); ++i) {
           const Piece& p = pieces[i];
           double gathered = 0;
           std::vector<TaskId> gathers;
           if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+          if (by_bucket) gathers = bucket_gathers[i];
           Task t = compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p));
           t.alloc_bytes = stored(c, p);
           t.free_bytes = gathered;
           const TaskId f = add(t);
           for (TaskId g : gathers) dep(f, g);
           if (zero_ == 3) consumers_.push_back(f);
-          if (i == 0) {
-            tb.f_first[key] = f;
-            if (!chunk_started[static_cast<size_t>(slot.chunk)]) {
-              for (TaskId g : chunk_gathers[static_cast<size_t>(slot.chunk)]) dep(f, g);
-              chunk_started[static_cast<size_t>(slot.chunk)] = true;
-            }
-          }
+          if (i == 0) tb.f_first[key] = f;
           tb.f_last[key] = f;
         }
         if (c.info.model_chunk < chunks_total - 1) {

@@ -411,6 +411,22 @@ TEST(ScheduleCounts, ParamsGatherAndReduceBytesMatchParameters) {
   EXPECT_DOUBLE_EQ(rs, params * 4);
   EXPECT_DOUBLE_EQ(ar, params * 4 / 4);
   EXPECT_DOUBLE_EQ(ag, params * 2);
+  // With overlap the gathers open the step and the first forward runs in
+  // bucket pieces, each waiting for the gather of its own layers.
+  int pieces = 0;
+  for (uint32_t id = s.rank_begin[0]; id < s.rank_begin[1]; ++id) {
+    const Task& t = s.tasks[id];
+    if (t.kind != TaskKind::kForward || t.micro_batch != 0) continue;
+    ++pieces;
+    bool waits = false;
+    for (TaskId before : s.dependencies(id)) {
+      const Task& g = s.tasks[before];
+      waits |= g.purpose == CommPurpose::kParamGather && g.layer_begin == t.layer_begin &&
+               g.layer_end == t.layer_end;
+    }
+    EXPECT_TRUE(waits) << s.task_name(id);
+  }
+  EXPECT_GT(pieces, 1);
 }
 
 TEST(Pipeline, InterleavedOrderFollowsMegatron) {
