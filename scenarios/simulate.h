@@ -1,0 +1,25 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "scenarios/problem.h"
+#include "scenarios/report.h"
+#include "scenarios/spec.h"
+
+namespace podsim::scenarios {
+
+struct SimulateOptions {
+  /// Overrides the scenario's simulation mode (the CLI's --every-rank).
+  std::optional<SimulationMode> mode;
+  /// A calibration profile to use instead of datasheet efficiency curves
+  /// (the CLI's --profile); overrides the cluster's gpu.profile.
+  std::string profile_path;
+};
+
+/// Simulates one optimizer step of a checked scenario. Problems found only
+/// now (a plan the schedule cannot be built for, an unreadable profile) come
+/// back as problems with the JSON path they concern.
+Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options = {});
+
+}  // namespace podsim::scenarios
