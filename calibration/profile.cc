@@ -178,6 +178,61 @@ void analyze_working_set_series(Profile& p, const Series& s) {
   p.derived[s.name + ".memory_bw_bytes_per_s"] = c.memory_bw_bytes_per_s;
 }
 
+// JSON has no inf or NaN: a profile never holds them. Whatever is not finite
+// is dropped here, with an error saying what, so one bad number cannot cost
+// the whole profile.
+void drop_non_finite_results(Profile& p) {
+  for (auto it = p.fits.begin(); it != p.fits.end();) {
+    bool finite = std::isfinite(it->second.rms_rel_error);
+    for (const auto& [k, v] : it->second.params) finite = finite && std::isfinite(v);
+    if (finite) {
+      ++it;
+    } else {
+      p.errors.push_back("fit " + it->first + ": a parameter is not finite; fit dropped");
+      it = p.fits.erase(it);
+    }
+  }
+  for (auto* numbers : {&p.derived, &p.reference_peak_flops_per_s}) {
+    for (auto it = numbers->begin(); it != numbers->end();) {
+      if (std::isfinite(it->second)) {
+        ++it;
+      } else {
+        p.errors.push_back(it->first + " is not finite; dropped");
+        it = numbers->erase(it);
+      }
+    }
+  }
+}
+
+void drop_non_finite_samples(Profile& p) {
+  for (auto it = p.raw.scalars.begin(); it != p.raw.scalars.end();) {
+    if (std::isfinite(it->second)) {
+      ++it;
+    } else {
+      p.errors.push_back(it->first + " is not finite; dropped");
+      it = p.raw.scalars.erase(it);
+    }
+  }
+  for (Series& s : p.raw.series) {
+    for (Point& pt : s.points) {
+      const size_t before = pt.times_s.size();
+      std::erase_if(pt.times_s, [](double t) { return !std::isfinite(t); });
+      bool finite = std::isfinite(pt.work);
+      for (auto& [k, v] : pt.params) {
+        if (!std::isfinite(v)) {
+          v = 0;
+          finite = false;
+        }
+      }
+      if (pt.times_s.size() != before || !finite) {
+        p.errors.push_back("series " + s.name + ": non-finite samples dropped");
+        if (!std::isfinite(pt.work)) pt.work = 0;
+        pt.check_passed = false;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- JSON out
 
 json to_json(const Provenance& v) {
@@ -386,6 +441,7 @@ Profile build_profile(const RawMeasurements& raw, const std::optional<Datasheet>
   Profile p;
   p.raw = raw;
   p.errors = raw.errors;
+  drop_non_finite_samples(p);
   set_reference_peaks(p, datasheet);
   derive_compute(p);
   for (const Series& s : raw.series) {
@@ -406,6 +462,7 @@ Profile build_profile(const RawMeasurements& raw, const std::optional<Datasheet>
       p.errors.push_back("fit " + s.name + ": " + e.what());
     }
   }
+  drop_non_finite_results(p);
   return p;
 }
 

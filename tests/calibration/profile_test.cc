@@ -165,6 +165,22 @@ TEST(BuildProfile, FailedChecksAndFailedFitsBecomeErrorsNotExceptions) {
   EXPECT_NE(p.errors[2].find("fit hbm.triad"), std::string::npos);
 }
 
+TEST(BuildProfile, NonFiniteNumbersAreDroppedSoTheProfileStillWrites) {
+  RawMeasurements raw = synthetic_run();
+  raw.scalars["fp32.fma.flops_per_s"] = INFINITY;
+  raw.series[0].points[0].times_s.push_back(NAN);
+  const Profile p = build_profile(raw, std::nullopt);
+  EXPECT_EQ(p.raw.scalars.count("fp32.fma.flops_per_s"), 0u);
+  EXPECT_EQ(p.derived.count("fp32.fma.flops_per_s"), 0u);
+  EXPECT_EQ(p.raw.series[0].points[0].times_s.size(), 3u);
+  EXPECT_FALSE(p.raw.series[0].points[0].check_passed);
+  bool said = false;
+  for (const std::string& e : p.errors) said = said || e.find("non-finite samples dropped") != std::string::npos;
+  EXPECT_TRUE(said);
+  // And it round-trips.
+  EXPECT_EQ(profile_to_json(profile_from_json(profile_to_json(p), "x")), profile_to_json(p));
+}
+
 class TempFile {
  public:
   TempFile() : path_((std::filesystem::temp_directory_path() /
