@@ -3,7 +3,9 @@
 namespace podsim::calibration {
 namespace {
 
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view what) {
+  return s.find(what) != std::string_view::npos;
+}
 
 // Numbers from shared/reference/hardware.md, sections 1.1-1.3 and 3.5 (sources
 // [S01]-[S05], [S13], [S25] there): dense tensor rates, HBM bandwidth, L2 (the
@@ -26,7 +28,8 @@ Datasheet a100_sxm() {
 Datasheet h100_sxm() {
   Datasheet d;
   d.name = "NVIDIA H100 SXM 80GB";
-  d.tensor_flops_per_s = {{"bf16", 989.4e12}, {"fp16", 989.4e12}, {"tf32", 494.7e12}, {"fp8", 1978.9e12}};
+  d.tensor_flops_per_s = {
+      {"bf16", 989.4e12}, {"fp16", 989.4e12}, {"tf32", 494.7e12}, {"fp8", 1978.9e12}};
   d.fp32_flops_per_s = 66.9e12;
   d.hbm_bw_bytes_per_s = 3350e9;
   d.l2_bytes = 50.0 * 1024 * 1024;

@@ -15,7 +15,7 @@ struct Datasheet {
   std::string name;
   /// Dense tensor-core FLOP/s by format: "bf16", "fp16", "tf32", "fp8".
   std::map<std::string, double> tensor_flops_per_s;
-  double fp32_flops_per_s = 0;       ///< SM (non-tensor) FP32
+  double fp32_flops_per_s = 0;  ///< SM (non-tensor) FP32
   double hbm_bw_bytes_per_s = 0;
   double l2_bytes = 0;
   int sms = 0;

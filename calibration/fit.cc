@@ -1,11 +1,10 @@
 #include "calibration/fit.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #include "calibration/levenberg_marquardt.h"
 
@@ -24,7 +23,8 @@ bool distinct_values(std::span<const double> v) {
 
 double Fit::param(const std::string& name) const {
   const auto it = params.find(name);
-  if (it == params.end()) throw std::out_of_range("fit of model '" + model + "' has no parameter '" + name + "'");
+  if (it == params.end())
+    throw std::out_of_range("fit of model '" + model + "' has no parameter '" + name + "'");
   return it->second;
 }
 
@@ -52,7 +52,8 @@ Fit fit_alpha_beta(std::span<const double> work, std::span<const double> time_s)
   if (work.size() < 2) throw FitError("alpha-beta fit needs at least 2 points");
   if (!distinct_values(work)) throw FitError("alpha-beta fit needs at least 2 distinct work sizes");
   for (size_t i = 0; i < work.size(); ++i) {
-    if (!(time_s[i] > 0) || !std::isfinite(time_s[i]) || !(work[i] >= 0) || !std::isfinite(work[i])) {
+    if (!(time_s[i] > 0) || !std::isfinite(time_s[i]) || !(work[i] >= 0) ||
+        !std::isfinite(work[i])) {
       throw FitError("alpha-beta fit needs finite times > 0 and work >= 0");
     }
   }
@@ -185,7 +186,8 @@ CacheAnalysis analyze_working_set(std::span<const double> working_set_bytes,
                                   std::span<const double> bw_bytes_per_s,
                                   double capacity_hint_bytes) {
   require_same_size(working_set_bytes.size(), bw_bytes_per_s.size(), "working-set analysis");
-  if (!(capacity_hint_bytes > 0)) throw FitError("working-set analysis needs a cache size hint > 0");
+  if (!(capacity_hint_bytes > 0))
+    throw FitError("working-set analysis needs a cache size hint > 0");
   std::vector<size_t> order(working_set_bytes.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(),

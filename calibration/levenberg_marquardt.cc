@@ -17,7 +17,8 @@ Eigen::MatrixXd numeric_jacobian(const ResidualFunction& residual, const Eigen::
     const double h = rel_step * std::max(1.0, std::abs(x[j]));
     xp[j] += h;
     const Eigen::VectorXd rp = residual(xp);
-    if (rp.size() != r0.size()) throw std::invalid_argument("residual length changed between calls");
+    if (rp.size() != r0.size())
+      throw std::invalid_argument("residual length changed between calls");
     jac.col(j) = (rp - r0) / h;
   }
   return jac;
@@ -31,7 +32,8 @@ LmResult levenberg_marquardt(const ResidualFunction& residual, Eigen::VectorXd x
   result.x = std::move(x0);
   Eigen::VectorXd r = residual(result.x);
   if (!all_finite(r) || !all_finite(result.x)) {
-    throw std::invalid_argument("Levenberg-Marquardt: residual is not finite at the starting point");
+    throw std::invalid_argument(
+        "Levenberg-Marquardt: residual is not finite at the starting point");
   }
   if (r.size() == 0) throw std::invalid_argument("Levenberg-Marquardt: empty residual");
   result.cost = 0.5 * r.squaredNorm();
@@ -41,7 +43,8 @@ LmResult levenberg_marquardt(const ResidualFunction& residual, Eigen::VectorXd x
   for (int it = 0; it < options.max_iterations; ++it) {
     result.iterations = it + 1;
     const Eigen::MatrixXd jac =
-        jacobian ? jacobian(result.x) : numeric_jacobian(residual, result.x, r, options.jacobian_step);
+        jacobian ? jacobian(result.x)
+                 : numeric_jacobian(residual, result.x, r, options.jacobian_step);
     if (jac.rows() != r.size() || jac.cols() != result.x.size()) {
       throw std::invalid_argument("Levenberg-Marquardt: Jacobian has the wrong shape");
     }
@@ -70,7 +73,8 @@ LmResult levenberg_marquardt(const ResidualFunction& residual, Eigen::VectorXd x
       }
       const Eigen::VectorXd x_new = result.x + step;
       const Eigen::VectorXd r_new = residual(x_new);
-      if (r_new.size() != r.size()) throw std::invalid_argument("residual length changed between calls");
+      if (r_new.size() != r.size())
+        throw std::invalid_argument("residual length changed between calls");
       const double cost_new = all_finite(r_new) ? 0.5 * r_new.squaredNorm() : INFINITY;
       if (cost_new < result.cost) {
         const double decrease = (result.cost - cost_new) / std::max(result.cost, 1e-300);

@@ -1,9 +1,8 @@
 #pragma once
 
+#include <Eigen/Dense>
 #include <functional>
 #include <string>
-
-#include <Eigen/Dense>
 
 namespace podsim::calibration {
 
@@ -26,11 +25,11 @@ struct LmOptions {
 };
 
 struct LmResult {
-  Eigen::VectorXd x;        ///< best parameters found
-  double cost = 0;          ///< 0.5 * |r(x)|^2 at x
-  int iterations = 0;       ///< Jacobian evaluations
-  bool converged = false;   ///< a tolerance was met (false: iteration limit or a stall)
-  std::string message;      ///< why it stopped
+  Eigen::VectorXd x;       ///< best parameters found
+  double cost = 0;         ///< 0.5 * |r(x)|^2 at x
+  int iterations = 0;      ///< Jacobian evaluations
+  bool converged = false;  ///< a tolerance was met (false: iteration limit or a stall)
+  std::string message;     ///< why it stopped
 };
 
 /// Levenberg-Marquardt (Marquardt's diagonal scaling) minimising 0.5 |r(x)|^2
@@ -38,7 +37,6 @@ struct LmResult {
 /// residual that is not finite at a trial point rejects that step (raises the
 /// damping); one not finite at x0 throws std::invalid_argument.
 LmResult levenberg_marquardt(const ResidualFunction& residual, Eigen::VectorXd x0,
-                             const LmOptions& options = {},
-                             const JacobianFunction& jacobian = {});
+                             const LmOptions& options = {}, const JacobianFunction& jacobian = {});
 
 }  // namespace podsim::calibration

@@ -9,13 +9,13 @@ namespace podsim::calibration {
 /// Where a set of measurements came from: the machine, the software and the run.
 /// Numbers the runtime could not provide stay 0 / empty.
 struct Provenance {
-  std::string gpu_name;          ///< cudaDeviceProp::name ("NVIDIA H200")
+  std::string gpu_name;  ///< cudaDeviceProp::name ("NVIDIA H200")
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
   int sm_count = 0;
-  int device_count = 0;          ///< CUDA devices visible to the run
-  double hbm_bytes = 0;          ///< cudaDeviceProp::totalGlobalMem
-  double l2_bytes = 0;           ///< cudaDeviceProp::l2CacheSize
+  int device_count = 0;  ///< CUDA devices visible to the run
+  double hbm_bytes = 0;  ///< cudaDeviceProp::totalGlobalMem
+  double l2_bytes = 0;   ///< cudaDeviceProp::l2CacheSize
   int memory_bus_width_bits = 0;
   double sm_clock_hz_reported = 0;   ///< cudaDevAttrClockRate (max boost)
   double mem_clock_hz_reported = 0;  ///< cudaDevAttrMemoryClockRate
@@ -23,11 +23,11 @@ struct Provenance {
   std::string driver_version;        ///< cudaDriverGetVersion, "13.0"
   std::string runtime_version;       ///< cudaRuntimeGetVersion
   std::string cublas_version;
-  std::string nccl_version;          ///< empty when NCCL was not built in
-  std::string date_utc;              ///< ISO 8601, "2025-01-31T12:00:00Z"
+  std::string nccl_version;  ///< empty when NCCL was not built in
+  std::string date_utc;      ///< ISO 8601, "2025-01-31T12:00:00Z"
   std::string command_line;
   std::string podsim_version;
-  bool quick = false;                ///< the reduced sweep (--quick)
+  bool quick = false;  ///< the reduced sweep (--quick)
 };
 
 /// One measured point of a series: the parameters that define it, every timed

@@ -4,10 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace podsim::calibration {
 namespace {
@@ -69,18 +68,19 @@ void set_reference_peaks(Profile& p, const std::optional<Datasheet>& datasheet) 
     p.reference_peak_flops_per_s["tf32"] = bf16 / 2;
   }
   if (fp8 > 0) p.reference_peak_flops_per_s["fp8"] = fp8;
-  p.reference_peak_source =
-      "measured matrix-instruction peaks of this run (no datasheet for '" + raw.provenance.gpu_name +
-      "'); tf32 = bf16 / 2";
+  p.reference_peak_source = "measured matrix-instruction peaks of this run (no datasheet for '" +
+                            raw.provenance.gpu_name + "'); tf32 = bf16 / 2";
 }
 
 void derive_compute(Profile& p) {
   const Provenance& prov = p.raw.provenance;
-  const double clock = prov.sm_clock_hz_measured > 0 ? prov.sm_clock_hz_measured : prov.sm_clock_hz_reported;
+  const double clock =
+      prov.sm_clock_hz_measured > 0 ? prov.sm_clock_hz_measured : prov.sm_clock_hz_reported;
   if (prov.sm_clock_hz_measured > 0) p.derived["clock.sm_hz_measured"] = prov.sm_clock_hz_measured;
   for (const auto& [name, value] : p.raw.scalars) {
     const std::string suffix = ".flops_per_s";
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
     if (!(value > 0)) continue;
@@ -139,7 +139,8 @@ void fit_gemm_series(Profile& p, const Series& s) {
   fit.params["reference_flops_per_s"] = ref;
   fit.series = s.name;
   fit.description =
-      "efficiency = achieved FLOP/s / reference_flops_per_s = e_max * k/(k + k_half) * mn/(mn + mn_half)";
+      "efficiency = achieved FLOP/s / reference_flops_per_s = e_max * k/(k + k_half) * mn/(mn + "
+      "mn_half)";
   p.derived[s.name + ".best_flops_per_s"] = best;
   p.derived[s.name + ".best_efficiency"] = best / ref;
   p.fits[s.name] = std::move(fit);
@@ -158,8 +159,9 @@ void fit_saturating_series(Profile& p, const Series& s) {
   Fit fit = fit_saturating(x, y);
   fit.params["reference_flops_per_s"] = ref;
   fit.series = s.name;
-  fit.description = "efficiency = achieved FLOP/s / reference_flops_per_s = y_max * x/(x + x_half), x = " +
-                    x_param;
+  fit.description =
+      "efficiency = achieved FLOP/s / reference_flops_per_s = y_max * x/(x + x_half), x = " +
+      x_param;
   p.derived[s.name + ".best_flops_per_s"] = best;
   p.derived[s.name + ".best_efficiency"] = best / ref;
   p.fits[s.name] = std::move(fit);
@@ -299,7 +301,8 @@ class Reader {
  public:
   explicit Reader(std::string_view origin) : origin_(origin) {}
 
-  [[noreturn]] void fail(const std::string& path, const std::string& problem, const std::string& fix) const {
+  [[noreturn]] void fail(const std::string& path, const std::string& problem,
+                         const std::string& fix) const {
     throw ProfileError(origin_ + ": " + path + ": " + problem + "; " + fix);
   }
 
@@ -310,19 +313,23 @@ class Reader {
     return *it;
   }
   double number(const json& v, const std::string& path) const {
-    if (!v.is_number()) fail(path, "expected a number, found " + std::string(v.type_name()), kRegenerate);
+    if (!v.is_number())
+      fail(path, "expected a number, found " + std::string(v.type_name()), kRegenerate);
     return v.get<double>();
   }
   int integer(const json& v, const std::string& path) const {
-    if (!v.is_number_integer()) fail(path, "expected an integer, found " + std::string(v.type_name()), kRegenerate);
+    if (!v.is_number_integer())
+      fail(path, "expected an integer, found " + std::string(v.type_name()), kRegenerate);
     return v.get<int>();
   }
   std::string string(const json& v, const std::string& path) const {
-    if (!v.is_string()) fail(path, "expected a string, found " + std::string(v.type_name()), kRegenerate);
+    if (!v.is_string())
+      fail(path, "expected a string, found " + std::string(v.type_name()), kRegenerate);
     return v.get<std::string>();
   }
   bool boolean(const json& v, const std::string& path) const {
-    if (!v.is_boolean()) fail(path, "expected true or false, found " + std::string(v.type_name()), kRegenerate);
+    if (!v.is_boolean())
+      fail(path, "expected true or false, found " + std::string(v.type_name()), kRegenerate);
     return v.get<bool>();
   }
   std::map<std::string, double> number_map(const json& v, const std::string& path) const {
@@ -338,12 +345,14 @@ class Reader {
     return out;
   }
   const json& array(const json& v, const std::string& path) const {
-    if (!v.is_array()) fail(path, "expected an array, found " + std::string(v.type_name()), kRegenerate);
+    if (!v.is_array())
+      fail(path, "expected an array, found " + std::string(v.type_name()), kRegenerate);
     return v;
   }
 
   static constexpr const char* kRegenerate =
-      "regenerate the profile with `podsim calibrate --out FILE` on the GPU (see calibration/profiles/README.md)";
+      "regenerate the profile with `podsim calibrate --out FILE` on the GPU (see "
+      "calibration/profiles/README.md)";
 
  private:
   std::string origin_;
@@ -352,23 +361,31 @@ class Reader {
 Provenance provenance_from(const Reader& r, const json& j, const std::string& path) {
   Provenance v;
   v.gpu_name = r.string(r.member(j, path, "gpu_name"), path + ".gpu_name");
-  const std::string cc = r.string(r.member(j, path, "compute_capability"), path + ".compute_capability");
+  const std::string cc =
+      r.string(r.member(j, path, "compute_capability"), path + ".compute_capability");
   const size_t dot = cc.find('.');
-  if (dot == std::string::npos) r.fail(path + ".compute_capability", "expected \"MAJOR.MINOR\", found \"" + cc + "\"", Reader::kRegenerate);
+  if (dot == std::string::npos)
+    r.fail(path + ".compute_capability", "expected \"MAJOR.MINOR\", found \"" + cc + "\"",
+           Reader::kRegenerate);
   try {
     v.compute_capability_major = std::stoi(cc.substr(0, dot));
     v.compute_capability_minor = std::stoi(cc.substr(dot + 1));
   } catch (const std::exception&) {
-    r.fail(path + ".compute_capability", "expected \"MAJOR.MINOR\", found \"" + cc + "\"", Reader::kRegenerate);
+    r.fail(path + ".compute_capability", "expected \"MAJOR.MINOR\", found \"" + cc + "\"",
+           Reader::kRegenerate);
   }
   v.sm_count = r.integer(r.member(j, path, "sm_count"), path + ".sm_count");
   v.device_count = r.integer(r.member(j, path, "device_count"), path + ".device_count");
   v.hbm_bytes = r.number(r.member(j, path, "hbm_bytes"), path + ".hbm_bytes");
   v.l2_bytes = r.number(r.member(j, path, "l2_bytes"), path + ".l2_bytes");
-  v.memory_bus_width_bits = r.integer(r.member(j, path, "memory_bus_width_bits"), path + ".memory_bus_width_bits");
-  v.sm_clock_hz_reported = r.number(r.member(j, path, "sm_clock_hz_reported"), path + ".sm_clock_hz_reported");
-  v.mem_clock_hz_reported = r.number(r.member(j, path, "mem_clock_hz_reported"), path + ".mem_clock_hz_reported");
-  v.sm_clock_hz_measured = r.number(r.member(j, path, "sm_clock_hz_measured"), path + ".sm_clock_hz_measured");
+  v.memory_bus_width_bits =
+      r.integer(r.member(j, path, "memory_bus_width_bits"), path + ".memory_bus_width_bits");
+  v.sm_clock_hz_reported =
+      r.number(r.member(j, path, "sm_clock_hz_reported"), path + ".sm_clock_hz_reported");
+  v.mem_clock_hz_reported =
+      r.number(r.member(j, path, "mem_clock_hz_reported"), path + ".mem_clock_hz_reported");
+  v.sm_clock_hz_measured =
+      r.number(r.member(j, path, "sm_clock_hz_measured"), path + ".sm_clock_hz_measured");
   v.driver_version = r.string(r.member(j, path, "driver_version"), path + ".driver_version");
   v.runtime_version = r.string(r.member(j, path, "runtime_version"), path + ".runtime_version");
   v.cublas_version = r.string(r.member(j, path, "cublas_version"), path + ".cublas_version");
@@ -405,8 +422,10 @@ Series series_from(const Reader& r, const json& j, const std::string& path) {
 Fit fit_from(const Reader& r, const json& j, const std::string& path) {
   Fit f;
   f.model = r.string(r.member(j, path, "model"), path + ".model");
-  if (f.model != kAlphaBetaModel && f.model != kSaturatingModel && f.model != kGemmEfficiencyModel) {
-    r.fail(path + ".model", "unknown model '" + f.model + "' (known: alpha_beta, saturating, gemm_efficiency)",
+  if (f.model != kAlphaBetaModel && f.model != kSaturatingModel &&
+      f.model != kGemmEfficiencyModel) {
+    r.fail(path + ".model",
+           "unknown model '" + f.model + "' (known: alpha_beta, saturating, gemm_efficiency)",
            Reader::kRegenerate);
   }
   f.params = r.number_map(r.member(j, path, "params"), path + ".params");
@@ -420,7 +439,8 @@ Fit fit_from(const Reader& r, const json& j, const std::string& path) {
 std::vector<std::string> strings_from(const Reader& r, const json& j, const std::string& path) {
   std::vector<std::string> out;
   const json& a = r.array(j, path);
-  for (size_t i = 0; i < a.size(); ++i) out.push_back(r.string(a[i], path + "[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < a.size(); ++i)
+    out.push_back(r.string(a[i], path + "[" + std::to_string(i) + "]"));
   return out;
 }
 
@@ -472,7 +492,8 @@ std::string profile_to_json(const Profile& profile) {
   j["schema_version"] = profile.schema_version;
   j["provenance"] = to_json(profile.raw.provenance);
   json peaks = json::object();
-  for (const auto& [k, v] : profile.reference_peak_flops_per_s) peaks[k] = finite_or_throw(v, "reference peak " + k);
+  for (const auto& [k, v] : profile.reference_peak_flops_per_s)
+    peaks[k] = finite_or_throw(v, "reference peak " + k);
   j["reference_peaks"] = json{{"flops_per_s", peaks}, {"source", profile.reference_peak_source}};
   json derived = json::object();
   for (const auto& [k, v] : profile.derived) derived[k] = finite_or_throw(v, "derived " + k);
@@ -484,7 +505,8 @@ std::string profile_to_json(const Profile& profile) {
   for (const auto& [k, v] : profile.raw.scalars) scalars[k] = finite_or_throw(v, "scalar " + k);
   json series = json::array();
   for (const Series& s : profile.raw.series) series.push_back(to_json(s));
-  j["measurements"] = json{{"scalars", scalars}, {"series", series}, {"errors", profile.raw.errors}};
+  j["measurements"] =
+      json{{"scalars", scalars}, {"series", series}, {"errors", profile.raw.errors}};
   j["errors"] = profile.errors;
   return j.dump(2) + "\n";
 }
@@ -495,25 +517,27 @@ Profile profile_from_json(std::string_view text, std::string_view origin) {
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ProfileError(std::string(origin) + ": not valid JSON (" + e.what() + "); " + Reader::kRegenerate);
+    throw ProfileError(std::string(origin) + ": not valid JSON (" + e.what() + "); " +
+                       Reader::kRegenerate);
   }
   if (!j.is_object()) r.fail("$", "expected a JSON object", Reader::kRegenerate);
   const auto schema = j.find("schema");
   if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kProfileSchema) {
-    r.fail("$.schema", "not a podsim calibration profile (expected \"" + std::string(kProfileSchema) + "\")",
+    r.fail("$.schema",
+           "not a podsim calibration profile (expected \"" + std::string(kProfileSchema) + "\")",
            "pass a file written by `podsim calibrate --out FILE`");
   }
   const int version = r.integer(r.member(j, "$", "schema_version"), "$.schema_version");
   if (version > kProfileSchemaVersion) {
     r.fail("$.schema_version",
-           "written by a newer podsim (schema_version " + std::to_string(version) + ", this podsim reads " +
-               std::to_string(kProfileSchemaVersion) + ")",
+           "written by a newer podsim (schema_version " + std::to_string(version) +
+               ", this podsim reads " + std::to_string(kProfileSchemaVersion) + ")",
            "update podsim, or regenerate the profile with this podsim's `podsim calibrate`");
   }
   if (version < kProfileSchemaVersion) {
     r.fail("$.schema_version",
-           "written by an older podsim (schema_version " + std::to_string(version) + ", this podsim reads " +
-               std::to_string(kProfileSchemaVersion) + ")",
+           "written by an older podsim (schema_version " + std::to_string(version) +
+               ", this podsim reads " + std::to_string(kProfileSchemaVersion) + ")",
            Reader::kRegenerate);
   }
   Profile p;
@@ -522,7 +546,8 @@ Profile profile_from_json(std::string_view text, std::string_view origin) {
   const json& peaks = r.member(j, "$", "reference_peaks");
   p.reference_peak_flops_per_s = r.number_map(r.member(peaks, "$.reference_peaks", "flops_per_s"),
                                               "$.reference_peaks.flops_per_s");
-  p.reference_peak_source = r.string(r.member(peaks, "$.reference_peaks", "source"), "$.reference_peaks.source");
+  p.reference_peak_source =
+      r.string(r.member(peaks, "$.reference_peaks", "source"), "$.reference_peaks.source");
   p.derived = r.number_map(r.member(j, "$", "derived"), "$.derived");
   const json& fits = r.member(j, "$", "fits");
   if (!fits.is_object()) r.fail("$.fits", "expected an object", Reader::kRegenerate);
@@ -531,7 +556,8 @@ Profile profile_from_json(std::string_view text, std::string_view origin) {
   p.raw.scalars = r.number_map(r.member(m, "$.measurements", "scalars"), "$.measurements.scalars");
   const json& series = r.array(r.member(m, "$.measurements", "series"), "$.measurements.series");
   for (size_t i = 0; i < series.size(); ++i) {
-    p.raw.series.push_back(series_from(r, series[i], "$.measurements.series[" + std::to_string(i) + "]"));
+    p.raw.series.push_back(
+        series_from(r, series[i], "$.measurements.series[" + std::to_string(i) + "]"));
   }
   p.raw.errors = strings_from(r, r.member(m, "$.measurements", "errors"), "$.measurements.errors");
   p.errors = strings_from(r, r.member(j, "$", "errors"), "$.errors");
@@ -543,7 +569,9 @@ void write_profile(const Profile& profile, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ProfileError(path + ": cannot open for writing; check that the directory exists and is writable");
+    if (!out)
+      throw ProfileError(
+          path + ": cannot open for writing; check that the directory exists and is writable");
     out << text;
     out.flush();
     if (!out) throw ProfileError(path + ": write failed (disk full?)");
@@ -557,8 +585,10 @@ void write_profile(const Profile& profile, const std::string& path) {
 Profile read_profile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw ProfileError(path + ": cannot open the calibration profile; check the path, or produce one with "
-                              "`podsim calibrate --out " + path + "` on the GPU");
+    throw ProfileError(path +
+                       ": cannot open the calibration profile; check the path, or produce one with "
+                       "`podsim calibrate --out " +
+                       path + "` on the GPU");
   }
   std::ostringstream text;
   text << in.rdbuf();

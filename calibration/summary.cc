@@ -11,8 +11,8 @@ class RowBuilder {
  public:
   RowBuilder(const Profile& p, const std::optional<Datasheet>& d) : p_(p), d_(d) {}
 
-  void derived(const std::string& key, const std::string& label, const std::string& unit, double scale,
-               double datasheet_value) {
+  void derived(const std::string& key, const std::string& label, const std::string& unit,
+               double scale, double datasheet_value) {
     const auto v = p_.find_derived(key);
     if (v) add(label, unit, *v * scale, datasheet_value * scale);
   }
@@ -51,42 +51,51 @@ std::string fixed(double v, int decimals) {
 
 }  // namespace
 
-std::vector<SummaryRow> summary_rows(const Profile& profile, const std::optional<Datasheet>& datasheet) {
+std::vector<SummaryRow> summary_rows(const Profile& profile,
+                                     const std::optional<Datasheet>& datasheet) {
   RowBuilder b(profile, datasheet);
   const Provenance& prov = profile.raw.provenance;
-  constexpr double kT = 1e-12;   // FLOP/s -> TFLOP/s
-  constexpr double kG = 1e-9;    // B/s -> GB/s
-  constexpr double kUs = 1e6;    // s -> us
+  constexpr double kT = 1e-12;  // FLOP/s -> TFLOP/s
+  constexpr double kG = 1e-9;   // B/s -> GB/s
+  constexpr double kUs = 1e6;   // s -> us
   if (prov.sm_clock_hz_measured > 0) {
-    b.derived("clock.sm_hz_measured", "SM clock under load (reported max " +
-                                          fixed(prov.sm_clock_hz_reported * 1e-9, 2) + " GHz)",
-              "GHz", 1e-9, 0.0);
+    b.derived(
+        "clock.sm_hz_measured",
+        "SM clock under load (reported max " + fixed(prov.sm_clock_hz_reported * 1e-9, 2) + " GHz)",
+        "GHz", 1e-9, 0.0);
   }
-  b.derived("fp32.fma.flops_per_s", "FP32 FMA peak", "TFLOP/s", kT, b.sheet(&Datasheet::fp32_flops_per_s));
-  b.derived("tensor.mma_sync.bf16.flops_per_s", "bf16 mma.sync peak", "TFLOP/s", kT, b.tensor("bf16"));
+  b.derived("fp32.fma.flops_per_s", "FP32 FMA peak", "TFLOP/s", kT,
+            b.sheet(&Datasheet::fp32_flops_per_s));
+  b.derived("tensor.mma_sync.bf16.flops_per_s", "bf16 mma.sync peak", "TFLOP/s", kT,
+            b.tensor("bf16"));
   b.derived("tensor.wgmma.bf16.flops_per_s", "bf16 wgmma peak", "TFLOP/s", kT, b.tensor("bf16"));
   b.derived("tensor.wgmma.fp8.flops_per_s", "fp8 wgmma peak", "TFLOP/s", kT, b.tensor("fp8"));
   for (const char* dtype : {"bf16", "fp16", "tf32", "fp8"}) {
-    b.derived(std::string("gemm.") + dtype + ".best_flops_per_s", std::string("cuBLASLt GEMM best, ") + dtype,
-              "TFLOP/s", kT, b.tensor(dtype));
+    b.derived(std::string("gemm.") + dtype + ".best_flops_per_s",
+              std::string("cuBLASLt GEMM best, ") + dtype, "TFLOP/s", kT, b.tensor(dtype));
   }
-  b.derived("attention.fwd.best_flops_per_s", "attention fwd best (causal, bf16)", "TFLOP/s", kT, b.tensor("bf16"));
-  b.derived("attention.bwd.best_flops_per_s", "attention bwd best (causal, bf16)", "TFLOP/s", kT, b.tensor("bf16"));
+  b.derived("attention.fwd.best_flops_per_s", "attention fwd best (causal, bf16)", "TFLOP/s", kT,
+            b.tensor("bf16"));
+  b.derived("attention.bwd.best_flops_per_s", "attention bwd best (causal, bf16)", "TFLOP/s", kT,
+            b.tensor("bf16"));
   for (const char* k : {"copy", "scale", "triad"}) {
-    b.fit_param(std::string("hbm.") + k, "beta_per_s", std::string("HBM ") + k + " asymptote", "GB/s", kG,
-                b.sheet(&Datasheet::hbm_bw_bytes_per_s));
+    b.fit_param(std::string("hbm.") + k, "beta_per_s", std::string("HBM ") + k + " asymptote",
+                "GB/s", kG, b.sheet(&Datasheet::hbm_bw_bytes_per_s));
   }
   b.derived("l2.cache_capacity_bytes", "L2 effective capacity", "MiB", 1.0 / (1024 * 1024),
             b.sheet(&Datasheet::l2_bytes));
   b.derived("l2.cache_bw_bytes_per_s", "L2 read bandwidth", "GB/s", kG, 0.0);
   for (const char* k : {"rmsnorm", "softmax", "swiglu", "residual_add"}) {
-    b.fit_param(std::string("kernel.") + k, "beta_per_s", std::string(k) + " kernel asymptote", "GB/s", kG,
-                b.sheet(&Datasheet::hbm_bw_bytes_per_s));
+    b.fit_param(std::string("kernel.") + k, "beta_per_s", std::string(k) + " kernel asymptote",
+                "GB/s", kG, b.sheet(&Datasheet::hbm_bw_bytes_per_s));
   }
   b.inverse_fit_param("launch.stream", "beta_per_s", "launch, per kernel on a stream", "us", kUs);
-  b.inverse_fit_param("launch.graph", "beta_per_s", "launch, per kernel in a CUDA graph", "us", kUs);
-  b.fit_param("copy.h2d", "beta_per_s", "host->device pinned", "GB/s", kG, b.sheet(&Datasheet::pcie_bw_bytes_per_s));
-  b.fit_param("copy.d2h", "beta_per_s", "device->host pinned", "GB/s", kG, b.sheet(&Datasheet::pcie_bw_bytes_per_s));
+  b.inverse_fit_param("launch.graph", "beta_per_s", "launch, per kernel in a CUDA graph", "us",
+                      kUs);
+  b.fit_param("copy.h2d", "beta_per_s", "host->device pinned", "GB/s", kG,
+              b.sheet(&Datasheet::pcie_bw_bytes_per_s));
+  b.fit_param("copy.d2h", "beta_per_s", "device->host pinned", "GB/s", kG,
+              b.sheet(&Datasheet::pcie_bw_bytes_per_s));
   b.fit_param("copy.h2d", "alpha_s", "host->device latency", "us", kUs, 0.0);
   b.fit_param("p2p.unidir", "beta_per_s", "peer copy GPU0->GPU1", "GB/s", kG,
               b.sheet(&Datasheet::nvlink_bw_bytes_per_s));
@@ -108,23 +117,28 @@ std::string format_summary(const Profile& profile, const std::optional<Datasheet
   for (const SummaryRow& r : rows) width = std::max(width, r.quantity.size());
   std::ostringstream out;
   const Provenance& prov = profile.raw.provenance;
-  out << prov.gpu_name << " (cc " << prov.compute_capability_major << "." << prov.compute_capability_minor << ", "
-      << prov.sm_count << " SMs), driver " << prov.driver_version << ", runtime " << prov.runtime_version << "\n";
-  out << "datasheet: " << (datasheet ? datasheet->name : std::string("none known for this GPU")) << "\n";
+  out << prov.gpu_name << " (cc " << prov.compute_capability_major << "."
+      << prov.compute_capability_minor << ", " << prov.sm_count << " SMs), driver "
+      << prov.driver_version << ", runtime " << prov.runtime_version << "\n";
+  out << "datasheet: " << (datasheet ? datasheet->name : std::string("none known for this GPU"))
+      << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%-*s %12s %12s %8s  %s\n", static_cast<int>(width), "quantity", "measured",
-                "datasheet", "ratio", "unit");
+  std::snprintf(line, sizeof line, "%-*s %12s %12s %8s  %s\n", static_cast<int>(width), "quantity",
+                "measured", "datasheet", "ratio", "unit");
   out << line;
   for (const SummaryRow& r : rows) {
     const std::string sheet = r.datasheet > 0 ? fixed(r.datasheet, 2) : "-";
-    const std::string ratio = r.datasheet > 0 ? fixed(100.0 * r.measured / r.datasheet, 1) + "%" : "-";
-    std::snprintf(line, sizeof line, "%-*s %12s %12s %8s  %s\n", static_cast<int>(width), r.quantity.c_str(),
-                  fixed(r.measured, 2).c_str(), sheet.c_str(), ratio.c_str(), r.unit.c_str());
+    const std::string ratio =
+        r.datasheet > 0 ? fixed(100.0 * r.measured / r.datasheet, 1) + "%" : "-";
+    std::snprintf(line, sizeof line, "%-*s %12s %12s %8s  %s\n", static_cast<int>(width),
+                  r.quantity.c_str(), fixed(r.measured, 2).c_str(), sheet.c_str(), ratio.c_str(),
+                  r.unit.c_str());
     out << line;
   }
   if (!profile.fits.empty()) {
     out << "fits (rms relative error):";
-    for (const auto& [name, fit] : profile.fits) out << " " << name << " " << fixed(100.0 * fit.rms_rel_error, 1) << "%";
+    for (const auto& [name, fit] : profile.fits)
+      out << " " << name << " " << fixed(100.0 * fit.rms_rel_error, 1) << "%";
     out << "\n";
   }
   for (const std::string& e : profile.errors) out << "problem: " << e << "\n";

@@ -20,7 +20,8 @@ struct SummaryRow {
 
 /// The headline numbers of a profile, in a fixed order; rows whose
 /// measurement is missing are left out.
-std::vector<SummaryRow> summary_rows(const Profile& profile, const std::optional<Datasheet>& datasheet);
+std::vector<SummaryRow> summary_rows(const Profile& profile,
+                                     const std::optional<Datasheet>& datasheet);
 
 /// The rows as an aligned text table (quantity, measured, datasheet,
 /// measured/datasheet), followed by the fits' residuals and any errors.

@@ -14,12 +14,12 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kD = 128;               // head dimension
-constexpr int kRowStride = kD + 8;    // padded [rows][d] tile row (bank spread; 16-byte aligned)
-constexpr int kFwdBr = 64;            // queries per forward block (16 per warp)
-constexpr int kFwdBc = 64;            // keys per forward iteration
-constexpr int kBwdBc = 64;            // keys per backward block (16 per warp)
-constexpr int kBwdBr = 32;            // queries per backward iteration
+constexpr int kD = 128;             // head dimension
+constexpr int kRowStride = kD + 8;  // padded [rows][d] tile row (bank spread; 16-byte aligned)
+constexpr int kFwdBr = 64;          // queries per forward block (16 per warp)
+constexpr int kFwdBc = 64;          // keys per forward iteration
+constexpr int kBwdBc = 64;          // keys per backward block (16 per warp)
+constexpr int kBwdBr = 32;          // queries per backward iteration
 constexpr int kFwdVtStride = kFwdBc + 8;
 constexpr int kKtStride = kBwdBc + 8;
 constexpr int kQtStride = kBwdBr + 8;
@@ -33,24 +33,29 @@ struct AttnShape {
   bool causal;
 };
 
-constexpr size_t kFwdSmemBytes = sizeof(bf16) * (kFwdBr * kRowStride + kFwdBc * kRowStride + kD * kFwdVtStride);
+constexpr size_t kFwdSmemBytes =
+    sizeof(bf16) * (kFwdBr * kRowStride + kFwdBc * kRowStride + kD * kFwdVtStride);
 constexpr size_t kBwdSmemBytes =
-    sizeof(bf16) * (2 * kBwdBc * kRowStride + kD * kKtStride + 2 * kBwdBr * kRowStride + 2 * kD * kQtStride +
-                    kBwdBr * kDsStride) +
+    sizeof(bf16) * (2 * kBwdBc * kRowStride + kD * kKtStride + 2 * kBwdBr * kRowStride +
+                    2 * kD * kQtStride + kBwdBr * kDsStride) +
     sizeof(float) * 2 * kBwdBr;
 
-__device__ __forceinline__ uint32_t ld32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ __forceinline__ uint32_t ld32(const bf16* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
 
 // rows x kD elements, row-major in global, into a [rows][stride] tile.
 __device__ void load_rows(bf16* dst, int stride, const bf16* __restrict__ src, int rows) {
   for (int c = threadIdx.x; c < rows * (kD / 8); c += blockDim.x) {
     const int r = c / (kD / 8), col = (c % (kD / 8)) * 8;
-    *reinterpret_cast<uint4*>(dst + r * stride + col) = *reinterpret_cast<const uint4*>(src + static_cast<size_t>(r) * kD + col);
+    *reinterpret_cast<uint4*>(dst + r * stride + col) =
+        *reinterpret_cast<const uint4*>(src + static_cast<size_t>(r) * kD + col);
   }
 }
 
 // rows x kD elements into a transposed [kD][stride] tile (dst[d * stride + row]).
-__device__ void load_rows_transposed(bf16* dst, int stride, const bf16* __restrict__ src, int rows) {
+__device__ void load_rows_transposed(bf16* dst, int stride, const bf16* __restrict__ src,
+                                     int rows) {
   for (int c = threadIdx.x; c < rows * (kD / 8); c += blockDim.x) {
     const int r = c / (kD / 8), col = (c % (kD / 8)) * 8;
     const uint4 v = *reinterpret_cast<const uint4*>(src + static_cast<size_t>(r) * kD + col);
@@ -60,9 +65,10 @@ __device__ void load_rows_transposed(bf16* dst, int stride, const bf16* __restri
   }
 }
 
-__global__ void __launch_bounds__(128) attn_fwd_kernel(const bf16* __restrict__ q_all, const bf16* __restrict__ k_all,
-                                                       const bf16* __restrict__ v_all, bf16* __restrict__ o_all,
-                                                       float* __restrict__ lse_all, AttnShape sh) {
+__global__ void __launch_bounds__(128)
+    attn_fwd_kernel(const bf16* __restrict__ q_all, const bf16* __restrict__ k_all,
+                    const bf16* __restrict__ v_all, bf16* __restrict__ o_all,
+                    float* __restrict__ lse_all, AttnShape sh) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* s_q = reinterpret_cast<bf16*>(smem_raw);
   bf16* s_k = s_q + kFwdBr * kRowStride;
@@ -100,7 +106,8 @@ __global__ void __launch_bounds__(128) attn_fwd_kernel(const bf16* __restrict__ 
   for (int j = 0; j < n_kv; ++j) {
     __syncthreads();  // everyone is done with the previous K/V tile
     load_rows(s_k, kRowStride, k_all + (kv_head + static_cast<size_t>(j) * kFwdBc) * kD, kFwdBc);
-    load_rows_transposed(s_vt, kFwdVtStride, v_all + (kv_head + static_cast<size_t>(j) * kFwdBc) * kD, kFwdBc);
+    load_rows_transposed(s_vt, kFwdVtStride,
+                         v_all + (kv_head + static_cast<size_t>(j) * kFwdBc) * kD, kFwdBc);
     __syncthreads();
     float sc[kFwdBc / 8][4];
 #pragma unroll
@@ -158,7 +165,8 @@ __global__ void __launch_bounds__(128) attn_fwd_kernel(const bf16* __restrict__ 
 #pragma unroll
     for (int ks = 0; ks < kFwdBc / 16; ++ks) {
       // The S accumulators of two adjacent 8-key tiles are the A fragment of a 16-key step.
-      const uint32_t a[4] = {pack_bf16(sc[2 * ks][0], sc[2 * ks][1]), pack_bf16(sc[2 * ks][2], sc[2 * ks][3]),
+      const uint32_t a[4] = {pack_bf16(sc[2 * ks][0], sc[2 * ks][1]),
+                             pack_bf16(sc[2 * ks][2], sc[2 * ks][3]),
                              pack_bf16(sc[2 * ks + 1][0], sc[2 * ks + 1][1]),
                              pack_bf16(sc[2 * ks + 1][2], sc[2 * ks + 1][3])};
 #pragma unroll
@@ -180,8 +188,10 @@ __global__ void __launch_bounds__(128) attn_fwd_kernel(const bf16* __restrict__ 
 #pragma unroll
   for (int nt = 0; nt < kD / 8; ++nt) {
     const int col = nt * 8 + 2 * t;
-    *reinterpret_cast<__nv_bfloat162*>(out0 + col) = __floats2bfloat162_rn(o[nt][0] * inv0, o[nt][1] * inv0);
-    *reinterpret_cast<__nv_bfloat162*>(out1 + col) = __floats2bfloat162_rn(o[nt][2] * inv1, o[nt][3] * inv1);
+    *reinterpret_cast<__nv_bfloat162*>(out0 + col) =
+        __floats2bfloat162_rn(o[nt][0] * inv0, o[nt][1] * inv0);
+    *reinterpret_cast<__nv_bfloat162*>(out1 + col) =
+        __floats2bfloat162_rn(o[nt][2] * inv1, o[nt][3] * inv1);
   }
   if (t == 0) {
     lse_all[q_head + query0] = (m_run[0] + log2f(l_run[0])) * kLn2;
@@ -190,8 +200,8 @@ __global__ void __launch_bounds__(128) attn_fwd_kernel(const bf16* __restrict__ 
 }
 
 // delta[row] = sum_d dO[row][d] * O[row][d]; one warp per row.
-__global__ void attn_delta_kernel(const bf16* __restrict__ o, const bf16* __restrict__ d_o, float* __restrict__ delta,
-                                  size_t rows) {
+__global__ void attn_delta_kernel(const bf16* __restrict__ o, const bf16* __restrict__ d_o,
+                                  float* __restrict__ delta, size_t rows) {
   const size_t row = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -206,28 +216,29 @@ __global__ void attn_delta_kernel(const bf16* __restrict__ o, const bf16* __rest
   if (lane == 0) delta[row] = acc;
 }
 
-__global__ void convert_to_bf16_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n) {
+__global__ void convert_to_bf16_kernel(const float* __restrict__ in, bf16* __restrict__ out,
+                                       size_t n) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     out[i] = __float2bfloat16_rn(in[i]);
   }
 }
 
-__global__ void __launch_bounds__(128) attn_bwd_kernel(const bf16* __restrict__ q_all, const bf16* __restrict__ k_all,
-                                                       const bf16* __restrict__ v_all, const bf16* __restrict__ do_all,
-                                                       const float* __restrict__ lse_all,
-                                                       const float* __restrict__ delta_all, float* __restrict__ dq_acc,
-                                                       bf16* __restrict__ dk_all, bf16* __restrict__ dv_all,
-                                                       AttnShape sh) {
+__global__ void __launch_bounds__(128)
+    attn_bwd_kernel(const bf16* __restrict__ q_all, const bf16* __restrict__ k_all,
+                    const bf16* __restrict__ v_all, const bf16* __restrict__ do_all,
+                    const float* __restrict__ lse_all, const float* __restrict__ delta_all,
+                    float* __restrict__ dq_acc, bf16* __restrict__ dk_all,
+                    bf16* __restrict__ dv_all, AttnShape sh) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* s_k = reinterpret_cast<bf16*>(smem_raw);     // [kBwdBc][kRowStride]
-  bf16* s_v = s_k + kBwdBc * kRowStride;              // [kBwdBc][kRowStride]
-  bf16* s_kt = s_v + kBwdBc * kRowStride;             // [kD][kKtStride]
-  bf16* s_q = s_kt + kD * kKtStride;                  // [kBwdBr][kRowStride]
-  bf16* s_do = s_q + kBwdBr * kRowStride;             // [kBwdBr][kRowStride]
-  bf16* s_qt = s_do + kBwdBr * kRowStride;            // [kD][kQtStride]
-  bf16* s_dot = s_qt + kD * kQtStride;                // [kD][kQtStride]
-  bf16* s_ds = s_dot + kD * kQtStride;                // [kBwdBr][kDsStride]
+  bf16* s_k = reinterpret_cast<bf16*>(smem_raw);  // [kBwdBc][kRowStride]
+  bf16* s_v = s_k + kBwdBc * kRowStride;          // [kBwdBc][kRowStride]
+  bf16* s_kt = s_v + kBwdBc * kRowStride;         // [kD][kKtStride]
+  bf16* s_q = s_kt + kD * kKtStride;              // [kBwdBr][kRowStride]
+  bf16* s_do = s_q + kBwdBr * kRowStride;         // [kBwdBr][kRowStride]
+  bf16* s_qt = s_do + kBwdBr * kRowStride;        // [kD][kQtStride]
+  bf16* s_dot = s_qt + kD * kQtStride;            // [kD][kQtStride]
+  bf16* s_ds = s_dot + kD * kQtStride;            // [kBwdBr][kDsStride]
   float* s_lse = reinterpret_cast<float*>(s_ds + kBwdBr * kDsStride);
   float* s_delta = s_lse + kBwdBr;
 
@@ -241,7 +252,8 @@ __global__ void __launch_bounds__(128) attn_bwd_kernel(const bf16* __restrict__ 
 
   load_rows(s_k, kRowStride, k_all + (kv_head + static_cast<size_t>(kt) * kBwdBc) * kD, kBwdBc);
   load_rows(s_v, kRowStride, v_all + (kv_head + static_cast<size_t>(kt) * kBwdBc) * kD, kBwdBc);
-  load_rows_transposed(s_kt, kKtStride, k_all + (kv_head + static_cast<size_t>(kt) * kBwdBc) * kD, kBwdBc);
+  load_rows_transposed(s_kt, kKtStride, k_all + (kv_head + static_cast<size_t>(kt) * kBwdBc) * kD,
+                       kBwdBc);
 
   float dk[kD / 8][4], dv[kD / 8][4];
 #pragma unroll
@@ -279,8 +291,10 @@ __global__ void __launch_bounds__(128) attn_bwd_kernel(const bf16* __restrict__ 
       for (int kk = 0; kk < kD / 16; ++kk) {
         const bf16* pk = s_k + (kw + g) * kRowStride + kk * 16 + 2 * t;
         const bf16* pv = s_v + (kw + g) * kRowStride + kk * 16 + 2 * t;
-        const uint32_t ka[4] = {ld32(pk), ld32(pk + 8 * kRowStride), ld32(pk + 8), ld32(pk + 8 * kRowStride + 8)};
-        const uint32_t va[4] = {ld32(pv), ld32(pv + 8 * kRowStride), ld32(pv + 8), ld32(pv + 8 * kRowStride + 8)};
+        const uint32_t ka[4] = {ld32(pk), ld32(pk + 8 * kRowStride), ld32(pk + 8),
+                                ld32(pk + 8 * kRowStride + 8)};
+        const uint32_t va[4] = {ld32(pv), ld32(pv + 8 * kRowStride), ld32(pv + 8),
+                                ld32(pv + 8 * kRowStride + 8)};
 #pragma unroll
         for (int nt = 0; nt < kBwdBr / 8; ++nt) {
           const bf16* pq = s_q + (nt * 8 + g) * kRowStride + kk * 16 + 2 * t;
@@ -308,10 +322,12 @@ __global__ void __launch_bounds__(128) attn_bwd_kernel(const bf16* __restrict__ 
       // dV_w += P^T dO and dK_w += dS^T Q (k = the 32 queries).
 #pragma unroll
       for (int ks = 0; ks < kBwdBr / 16; ++ks) {
-        const uint32_t pa[4] = {pack_bf16(st[2 * ks][0], st[2 * ks][1]), pack_bf16(st[2 * ks][2], st[2 * ks][3]),
+        const uint32_t pa[4] = {pack_bf16(st[2 * ks][0], st[2 * ks][1]),
+                                pack_bf16(st[2 * ks][2], st[2 * ks][3]),
                                 pack_bf16(st[2 * ks + 1][0], st[2 * ks + 1][1]),
                                 pack_bf16(st[2 * ks + 1][2], st[2 * ks + 1][3])};
-        const uint32_t sa[4] = {pack_bf16(dpt[2 * ks][0], dpt[2 * ks][1]), pack_bf16(dpt[2 * ks][2], dpt[2 * ks][3]),
+        const uint32_t sa[4] = {pack_bf16(dpt[2 * ks][0], dpt[2 * ks][1]),
+                                pack_bf16(dpt[2 * ks][2], dpt[2 * ks][3]),
                                 pack_bf16(dpt[2 * ks + 1][0], dpt[2 * ks + 1][1]),
                                 pack_bf16(dpt[2 * ks + 1][2], dpt[2 * ks + 1][3])};
 #pragma unroll
@@ -343,7 +359,8 @@ __global__ void __launch_bounds__(128) attn_bwd_kernel(const bf16* __restrict__ 
 #pragma unroll
       for (int ks = 0; ks < kBwdBc / 16; ++ks) {
         const bf16* ps = s_ds + (mrow + g) * kDsStride + ks * 16 + 2 * t;
-        const uint32_t a[4] = {ld32(ps), ld32(ps + 8 * kDsStride), ld32(ps + 8), ld32(ps + 8 * kDsStride + 8)};
+        const uint32_t a[4] = {ld32(ps), ld32(ps + 8 * kDsStride), ld32(ps + 8),
+                               ld32(ps + 8 * kDsStride + 8)};
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           const bf16* pk = s_kt + (ncol + nt * 8 + g) * kKtStride + ks * 16 + 2 * t;
@@ -368,11 +385,13 @@ __global__ void __launch_bounds__(128) attn_bwd_kernel(const bf16* __restrict__ 
 #pragma unroll
   for (int nt = 0; nt < kD / 8; ++nt) {
     const int col = nt * 8 + 2 * t;
-    *reinterpret_cast<__nv_bfloat162*>(dk0 + col) = __floats2bfloat162_rn(dk[nt][0] * sh.scale, dk[nt][1] * sh.scale);
+    *reinterpret_cast<__nv_bfloat162*>(dk0 + col) =
+        __floats2bfloat162_rn(dk[nt][0] * sh.scale, dk[nt][1] * sh.scale);
     *reinterpret_cast<__nv_bfloat162*>(dk0 + 8 * kD + col) =
         __floats2bfloat162_rn(dk[nt][2] * sh.scale, dk[nt][3] * sh.scale);
     *reinterpret_cast<__nv_bfloat162*>(dv0 + col) = __floats2bfloat162_rn(dv[nt][0], dv[nt][1]);
-    *reinterpret_cast<__nv_bfloat162*>(dv0 + 8 * kD + col) = __floats2bfloat162_rn(dv[nt][2], dv[nt][3]);
+    *reinterpret_cast<__nv_bfloat162*>(dv0 + 8 * kD + col) =
+        __floats2bfloat162_rn(dv[nt][2], dv[nt][3]);
   }
 }
 
@@ -382,8 +401,17 @@ struct AttnBuffers {
   DeviceBuffer<bf16> q, k, v, o, d_o, dq, dk, dv;
   DeviceBuffer<float> lse, delta, dq_acc;
   AttnBuffers(size_t q_elems, size_t kv_elems, size_t q_rows)
-      : q(q_elems), k(kv_elems), v(kv_elems), o(q_elems), d_o(q_elems), dq(q_elems), dk(kv_elems), dv(kv_elems),
-        lse(q_rows), delta(q_rows), dq_acc(q_elems) {}
+      : q(q_elems),
+        k(kv_elems),
+        v(kv_elems),
+        o(q_elems),
+        d_o(q_elems),
+        dq(q_elems),
+        dk(kv_elems),
+        dv(kv_elems),
+        lse(q_rows),
+        delta(q_rows),
+        dq_acc(q_elems) {}
 };
 
 constexpr uint64_t kSeedQ = 701, kSeedK = 702, kSeedV = 703, kSeedDo = 704;
@@ -397,35 +425,40 @@ void fill_inputs(AttnBuffers& buf, cudaStream_t stream) {
 
 void check_shape(const AttnShape& sh) {
   if (sh.s % kFwdBr != 0 || sh.s % kBwdBc != 0 || sh.hq % sh.hkv != 0) {
-    throw std::runtime_error("attention: sequence must be a multiple of 64 and heads a multiple of KV heads");
+    throw std::runtime_error(
+        "attention: sequence must be a multiple of 64 and heads a multiple of KV heads");
   }
 }
 
 void launch_fwd(AttnBuffers& buf, const AttnShape& sh, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(sh.s / kFwdBr), static_cast<unsigned>(sh.hq), static_cast<unsigned>(sh.b));
-  attn_fwd_kernel<<<grid, 128, kFwdSmemBytes, stream>>>(buf.q.get(), buf.k.get(), buf.v.get(), buf.o.get(),
-                                                        buf.lse.get(), sh);
+  const dim3 grid(static_cast<unsigned>(sh.s / kFwdBr), static_cast<unsigned>(sh.hq),
+                  static_cast<unsigned>(sh.b));
+  attn_fwd_kernel<<<grid, 128, kFwdSmemBytes, stream>>>(buf.q.get(), buf.k.get(), buf.v.get(),
+                                                        buf.o.get(), buf.lse.get(), sh);
   PODSIM_CUDA_CHECK_LAUNCH();
 }
 
 void launch_bwd(AttnBuffers& buf, const AttnShape& sh, cudaStream_t stream) {
   const size_t rows = static_cast<size_t>(sh.b) * sh.hq * sh.s;
   PODSIM_CUDA_CHECK(cudaMemsetAsync(buf.dq_acc.get(), 0, rows * kD * sizeof(float), stream));
-  attn_delta_kernel<<<static_cast<unsigned>((rows + 3) / 4), 128, 0, stream>>>(buf.o.get(), buf.d_o.get(),
-                                                                               buf.delta.get(), rows);
+  attn_delta_kernel<<<static_cast<unsigned>((rows + 3) / 4), 128, 0, stream>>>(
+      buf.o.get(), buf.d_o.get(), buf.delta.get(), rows);
   PODSIM_CUDA_CHECK_LAUNCH();
-  const dim3 grid(static_cast<unsigned>(sh.s / kBwdBc), static_cast<unsigned>(sh.hkv), static_cast<unsigned>(sh.b));
-  attn_bwd_kernel<<<grid, 128, kBwdSmemBytes, stream>>>(buf.q.get(), buf.k.get(), buf.v.get(), buf.d_o.get(),
-                                                        buf.lse.get(), buf.delta.get(), buf.dq_acc.get(),
-                                                        buf.dk.get(), buf.dv.get(), sh);
+  const dim3 grid(static_cast<unsigned>(sh.s / kBwdBc), static_cast<unsigned>(sh.hkv),
+                  static_cast<unsigned>(sh.b));
+  attn_bwd_kernel<<<grid, 128, kBwdSmemBytes, stream>>>(
+      buf.q.get(), buf.k.get(), buf.v.get(), buf.d_o.get(), buf.lse.get(), buf.delta.get(),
+      buf.dq_acc.get(), buf.dk.get(), buf.dv.get(), sh);
   PODSIM_CUDA_CHECK_LAUNCH();
   const size_t n = rows * kD;
-  convert_to_bf16_kernel<<<static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 65536)), 256, 0, stream>>>(
-      buf.dq_acc.get(), buf.dq.get(), n);
+  convert_to_bf16_kernel<<<static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 65536)), 256, 0,
+                           stream>>>(buf.dq_acc.get(), buf.dq.get(), n);
   PODSIM_CUDA_CHECK_LAUNCH();
 }
 
-double bf(const std::vector<bf16>& v, size_t i) { return static_cast<double>(__bfloat162float(v[i])); }
+double bf(const std::vector<bf16>& v, size_t i) {
+  return static_cast<double>(__bfloat162float(v[i]));
+}
 
 // max |got - want| / max |want| over an array.
 struct ErrorTracker {
@@ -448,19 +481,25 @@ std::string check_against_host(Context& ctx) {
   launch_fwd(buf, sh, ctx.stream);
   launch_bwd(buf, sh, ctx.stream);
   PODSIM_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-  const std::vector<bf16> o = buf.o.read_all(), dq = buf.dq.read_all(), dk = buf.dk.read_all(), dv = buf.dv.read_all();
+  const std::vector<bf16> o = buf.o.read_all(), dq = buf.dq.read_all(), dk = buf.dk.read_all(),
+                          dv = buf.dv.read_all();
   const std::vector<float> lse = buf.lse.read_all();
 
   // The inputs as the GPU holds them (bf16), widened to double once.
   const auto host_copy = [](uint64_t seed, size_t n) {
     std::vector<double> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(random_value<bf16>(seed, i, -1.0f, 1.0f));
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<double>(random_value<bf16>(seed, i, -1.0f, 1.0f));
     return v;
   };
   const std::vector<double> hq_in = host_copy(kSeedQ, q_elems), hk_in = host_copy(kSeedK, kv_elems),
-                            hv_in = host_copy(kSeedV, kv_elems), hdo_in = host_copy(kSeedDo, q_elems);
+                            hv_in = host_copy(kSeedV, kv_elems),
+                            hdo_in = host_copy(kSeedDo, q_elems);
   const auto in = [&](uint64_t seed, size_t i) {
-    return seed == kSeedQ ? hq_in[i] : seed == kSeedK ? hk_in[i] : seed == kSeedV ? hv_in[i] : hdo_in[i];
+    return seed == kSeedQ   ? hq_in[i]
+           : seed == kSeedK ? hk_in[i]
+           : seed == kSeedV ? hv_in[i]
+                            : hdo_in[i];
   };
   ErrorTracker e_o, e_lse, e_dq, e_dk, e_dv;
   const int s = sh.s, group = sh.hq / sh.hkv;
@@ -469,22 +508,27 @@ std::string check_against_host(Context& ctx) {
     for (int h = 0; h < sh.hq; ++h) {
       const size_t qh = (static_cast<size_t>(bi) * sh.hq + h) * s;
       const size_t kh = (static_cast<size_t>(bi) * sh.hkv + h / group) * s;
-      std::vector<double> p(static_cast<size_t>(s) * s, 0.0), o_ref(static_cast<size_t>(s) * kD, 0.0);
+      std::vector<double> p(static_cast<size_t>(s) * s, 0.0),
+          o_ref(static_cast<size_t>(s) * kD, 0.0);
       for (int i = 0; i < s; ++i) {
         double mx = -1e300;
         for (int j = 0; j <= i; ++j) {
           double dot = 0;
-          for (int d = 0; d < kD; ++d) dot += in(kSeedQ, (qh + i) * kD + d) * in(kSeedK, (kh + j) * kD + d);
+          for (int d = 0; d < kD; ++d)
+            dot += in(kSeedQ, (qh + i) * kD + d) * in(kSeedK, (kh + j) * kD + d);
           p[static_cast<size_t>(i) * s + j] = dot * sh.scale;
           mx = std::max(mx, dot * sh.scale);
         }
         double sum = 0;
         for (int j = 0; j <= i; ++j) sum += std::exp(p[static_cast<size_t>(i) * s + j] - mx);
-        for (int j = 0; j <= i; ++j) p[static_cast<size_t>(i) * s + j] = std::exp(p[static_cast<size_t>(i) * s + j] - mx) / sum;
+        for (int j = 0; j <= i; ++j)
+          p[static_cast<size_t>(i) * s + j] =
+              std::exp(p[static_cast<size_t>(i) * s + j] - mx) / sum;
         e_lse.add(lse[qh + i], mx + std::log(sum));
         for (int d = 0; d < kD; ++d) {
           double acc = 0;
-          for (int j = 0; j <= i; ++j) acc += p[static_cast<size_t>(i) * s + j] * in(kSeedV, (kh + j) * kD + d);
+          for (int j = 0; j <= i; ++j)
+            acc += p[static_cast<size_t>(i) * s + j] * in(kSeedV, (kh + j) * kD + d);
           o_ref[static_cast<size_t>(i) * kD + d] = acc;
           e_o.add(bf(o, (qh + i) * kD + d), acc);
         }
@@ -492,22 +536,27 @@ std::string check_against_host(Context& ctx) {
       // Backward: dP = dO V^T, delta = rowsum(dO o O), dS = P (dP - delta).
       for (int i = 0; i < s; ++i) {
         double delta = 0;
-        for (int d = 0; d < kD; ++d) delta += in(kSeedDo, (qh + i) * kD + d) * o_ref[static_cast<size_t>(i) * kD + d];
+        for (int d = 0; d < kD; ++d)
+          delta += in(kSeedDo, (qh + i) * kD + d) * o_ref[static_cast<size_t>(i) * kD + d];
         std::vector<double> ds(static_cast<size_t>(i) + 1);
         for (int j = 0; j <= i; ++j) {
           double dp = 0;
-          for (int d = 0; d < kD; ++d) dp += in(kSeedDo, (qh + i) * kD + d) * in(kSeedV, (kh + j) * kD + d);
+          for (int d = 0; d < kD; ++d)
+            dp += in(kSeedDo, (qh + i) * kD + d) * in(kSeedV, (kh + j) * kD + d);
           ds[static_cast<size_t>(j)] = p[static_cast<size_t>(i) * s + j] * (dp - delta);
         }
         for (int d = 0; d < kD; ++d) {
           double acc = 0;
-          for (int j = 0; j <= i; ++j) acc += ds[static_cast<size_t>(j)] * in(kSeedK, (kh + j) * kD + d);
+          for (int j = 0; j <= i; ++j)
+            acc += ds[static_cast<size_t>(j)] * in(kSeedK, (kh + j) * kD + d);
           e_dq.add(bf(dq, (qh + i) * kD + d), acc * sh.scale);
         }
         for (int j = 0; j <= i; ++j) {
           for (int d = 0; d < kD; ++d) {
-            dk_ref[(kh + j) * kD + d] += ds[static_cast<size_t>(j)] * in(kSeedQ, (qh + i) * kD + d) * sh.scale;
-            dv_ref[(kh + j) * kD + d] += p[static_cast<size_t>(i) * s + j] * in(kSeedDo, (qh + i) * kD + d);
+            dk_ref[(kh + j) * kD + d] +=
+                ds[static_cast<size_t>(j)] * in(kSeedQ, (qh + i) * kD + d) * sh.scale;
+            dv_ref[(kh + j) * kD + d] +=
+                p[static_cast<size_t>(i) * s + j] * in(kSeedDo, (qh + i) * kD + d);
           }
         }
       }
@@ -520,7 +569,8 @@ std::string check_against_host(Context& ctx) {
   // bf16 rounding of P, dS and the outputs bounds the error at a few 2^-8.
   std::string problems;
   const auto judge = [&](const char* what, const ErrorTracker& e, double tol) {
-    if (!(e.relative() <= tol)) problems += std::string(" ") + what + " rel. error " + std::to_string(e.relative());
+    if (!(e.relative() <= tol))
+      problems += std::string(" ") + what + " rel. error " + std::to_string(e.relative());
   };
   judge("O", e_o, 2e-2);
   judge("dQ", e_dq, 3e-2);
@@ -533,19 +583,23 @@ std::string check_against_host(Context& ctx) {
 }  // namespace
 
 void measure_attention(Context& ctx) {
-  if (ctx.cc() < 80) throw std::runtime_error("attention: the mma.sync bf16 kernels need compute capability 8.0+");
+  if (ctx.cc() < 80)
+    throw std::runtime_error("attention: the mma.sync bf16 kernels need compute capability 8.0+");
   if (static_cast<size_t>(ctx.prop.sharedMemPerBlockOptin) < kBwdSmemBytes) {
-    throw std::runtime_error("attention: the backward kernel needs " + std::to_string(kBwdSmemBytes) +
-                             " bytes of shared memory per block");
+    throw std::runtime_error("attention: the backward kernel needs " +
+                             std::to_string(kBwdSmemBytes) + " bytes of shared memory per block");
   }
-  PODSIM_CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  PODSIM_CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kFwdSmemBytes)));
-  PODSIM_CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  PODSIM_CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kBwdSmemBytes)));
   ctx.progress("attention: correctness check against the host (b=2, 4 heads, 2 KV heads, seq 192)");
   const std::string problems = check_against_host(ctx);
   const bool ok = problems.empty();
-  if (!ok) ctx.raw.errors.push_back("attention: kernels disagree with the host reference:" + problems);
+  if (!ok)
+    ctx.raw.errors.push_back("attention: kernels disagree with the host reference:" + problems);
 
   // Llama 3 8B attention: 32 query heads, 8 KV heads, 128-dim heads; 16384 tokens per step.
   const int tokens = 16384, hq = 32, hkv = 8;
@@ -564,22 +618,27 @@ void measure_attention(Context& ctx) {
                      {"causal", "true"}};
   }
   fwd.name = "attention.fwd";
-  fwd.description = "causal attention forward, bf16, 128-dim heads, GQA; work = 4 b h s^2 d / 2 (causal half)";
+  fwd.description =
+      "causal attention forward, bf16, 128-dim heads, GQA; work = 4 b h s^2 d / 2 (causal half)";
   bwd.name = "attention.bwd";
-  bwd.description = "causal attention backward (dQ, dK, dV incl. the delta and dQ-conversion kernels); "
-                    "work = 2.5 x forward";
+  bwd.description =
+      "causal attention backward (dQ, dK, dV incl. the delta and dQ-conversion kernels); "
+      "work = 2.5 x forward";
   for (int s : seqs) {
     const AttnShape sh{tokens / s, hq, hkv, s, 1.0f / std::sqrt(static_cast<float>(kD)), true};
     check_shape(sh);
     const double fwd_flops = 4.0 * sh.b * hq * static_cast<double>(s) * s * kD / 2.0;
-    const std::map<std::string, double> params = {{"seq", s}, {"batch", sh.b}, {"heads_q", hq}, {"heads_kv", hkv},
+    const std::map<std::string, double> params = {{"seq", s},       {"batch", sh.b},
+                                                  {"heads_q", hq},  {"heads_kv", hkv},
                                                   {"head_dim", kD}, {"causal", 1}};
     ctx.progress("attention fwd seq " + std::to_string(s));
     Point pf;
     pf.params = params;
     pf.work = fwd_flops;
-    pf.times_s = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(), [&](int) { launch_fwd(buf, sh, ctx.stream); });
-    const float o_sample = __bfloat162float(buf.o.read(static_cast<size_t>(tokens) * hq * kD / 2 + 5));
+    pf.times_s = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(),
+                              [&](int) { launch_fwd(buf, sh, ctx.stream); });
+    const float o_sample =
+        __bfloat162float(buf.o.read(static_cast<size_t>(tokens) * hq * kD / 2 + 5));
     const float lse_sample = buf.lse.read(static_cast<size_t>(tokens) * hq - 1);
     pf.check_passed = ok && std::isfinite(o_sample) && std::isfinite(lse_sample);
     fwd.points.push_back(std::move(pf));
@@ -588,9 +647,12 @@ void measure_attention(Context& ctx) {
     Point pb;
     pb.params = params;
     pb.work = 2.5 * fwd_flops;
-    pb.times_s = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(), [&](int) { launch_bwd(buf, sh, ctx.stream); });
-    const float dq_sample = __bfloat162float(buf.dq.read(static_cast<size_t>(tokens) * hq * kD / 3 + 11));
-    const float dk_sample = __bfloat162float(buf.dk.read(static_cast<size_t>(tokens) * hkv * kD / 2 + 3));
+    pb.times_s = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(),
+                              [&](int) { launch_bwd(buf, sh, ctx.stream); });
+    const float dq_sample =
+        __bfloat162float(buf.dq.read(static_cast<size_t>(tokens) * hq * kD / 3 + 11));
+    const float dk_sample =
+        __bfloat162float(buf.dk.read(static_cast<size_t>(tokens) * hkv * kD / 2 + 3));
     pb.check_passed = ok && std::isfinite(dq_sample) && std::isfinite(dk_sample);
     bwd.points.push_back(std::move(pb));
   }

@@ -45,8 +45,10 @@ bool same_samples(const void* a, const void* b, size_t bytes) {
   for (size_t i = 0; i < 16; ++i) {
     const size_t off = (mix64(951, i) % (bytes / 4)) * 4;
     float x = 0, y = 0;
-    PODSIM_CUDA_CHECK(cudaMemcpy(&x, static_cast<const unsigned char*>(a) + off, 4, cudaMemcpyDefault));
-    PODSIM_CUDA_CHECK(cudaMemcpy(&y, static_cast<const unsigned char*>(b) + off, 4, cudaMemcpyDefault));
+    PODSIM_CUDA_CHECK(
+        cudaMemcpy(&x, static_cast<const unsigned char*>(a) + off, 4, cudaMemcpyDefault));
+    PODSIM_CUDA_CHECK(
+        cudaMemcpy(&y, static_cast<const unsigned char*>(b) + off, 4, cudaMemcpyDefault));
     if (x != y) return false;
   }
   return true;
@@ -57,7 +59,8 @@ void measure_p2p(Context& ctx) {
   PODSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
   PODSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
   if (!can01 || !can10) {
-    ctx.raw.errors.push_back("p2p: GPU 0 and GPU 1 cannot access each other (no NVLink/PCIe peer path); skipped");
+    ctx.raw.errors.push_back(
+        "p2p: GPU 0 and GPU 1 cannot access each other (no NVLink/PCIe peer path); skipped");
     return;
   }
   enable_peer(0, 1);
@@ -81,8 +84,9 @@ void measure_p2p(Context& ctx) {
     Series s;
     s.name = bidir ? "p2p.bidir" : "p2p.unidir";
     s.work_unit = "bytes";
-    s.description = bidir ? "cudaMemcpyPeerAsync GPU0->GPU1 and GPU1->GPU0 at once; work = bytes both ways"
-                          : "cudaMemcpyPeerAsync GPU0->GPU1; work = bytes copied";
+    s.description =
+        bidir ? "cudaMemcpyPeerAsync GPU0->GPU1 and GPU1->GPU0 at once; work = bytes both ways"
+              : "cudaMemcpyPeerAsync GPU0->GPU1; work = bytes copied";
     s.attributes = {{"fit", "alpha_beta"}};
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
       ctx.progress(s.name + " " + format_bytes(static_cast<double>(bytes)));
@@ -101,7 +105,8 @@ void measure_p2p(Context& ctx) {
         if (bidir) PODSIM_CUDA_CHECK(cudaStreamWaitEvent(s0.get(), done1.get(), 0));
       });
       PODSIM_CUDA_CHECK(cudaDeviceSynchronize());
-      p.check_passed = same_samples(a0.get(), b1.get(), bytes) && (!bidir || same_samples(a1.get(), b0.get(), bytes));
+      p.check_passed = same_samples(a0.get(), b1.get(), bytes) &&
+                       (!bidir || same_samples(a1.get(), b0.get(), bytes));
       s.points.push_back(std::move(p));
     }
     ctx.raw.series.push_back(std::move(s));
@@ -110,14 +115,14 @@ void measure_p2p(Context& ctx) {
 
 #if PODSIM_HAVE_NCCL
 
-#define PODSIM_NCCL_CHECK(call)                                                                          \
-  do {                                                                                                   \
-    const ncclResult_t podsim_nr_ = (call);                                                              \
-    if (podsim_nr_ != ncclSuccess) {                                                                     \
-      throw CudaError(std::string(#call) + " failed at " + __FILE__ + ":" + std::to_string(__LINE__) +   \
-                          ": " + ncclGetErrorString(podsim_nr_),                                         \
-                      false);                                                                            \
-    }                                                                                                    \
+#define PODSIM_NCCL_CHECK(call)                                                             \
+  do {                                                                                      \
+    const ncclResult_t podsim_nr_ = (call);                                                 \
+    if (podsim_nr_ != ncclSuccess) {                                                        \
+      throw CudaError(std::string(#call) + " failed at " + __FILE__ + ":" +                 \
+                          std::to_string(__LINE__) + ": " + ncclGetErrorString(podsim_nr_), \
+                      false);                                                               \
+    }                                                                                       \
   } while (0)
 
 class Comms {
@@ -149,7 +154,9 @@ struct Rank {
 };
 
 // Value at index i of rank r's send buffer.
-float send_value(int r, size_t i) { return random_value<float>(971 + static_cast<uint64_t>(r), i, -1.0f, 1.0f); }
+float send_value(int r, size_t i) {
+  return random_value<float>(971 + static_cast<uint64_t>(r), i, -1.0f, 1.0f);
+}
 
 bool check_collective(Coll coll, int n, const std::vector<Rank>& ranks, size_t total_floats) {
   const size_t chunk = total_floats / static_cast<size_t>(n);
@@ -169,7 +176,8 @@ bool check_collective(Coll coll, int n, const std::vector<Rank>& ranks, size_t t
       for (int q = 0; q < n; ++q) want += send_value(q, static_cast<size_t>(r) * chunk + j);
       got = ranks[static_cast<size_t>(r)].recv.read(j);
     } else {
-      const size_t i = mix64(982, sidx) % total_floats;  // recv_r[q * chunk + j] = send_q[r * chunk + j]
+      const size_t i =
+          mix64(982, sidx) % total_floats;  // recv_r[q * chunk + j] = send_q[r * chunk + j]
       want = send_value(static_cast<int>(i / chunk), static_cast<size_t>(r) * chunk + i % chunk);
       got = ranks[static_cast<size_t>(r)].recv.read(i);
     }
@@ -184,8 +192,8 @@ void measure_nccl(Context& ctx, int n) {
   Comms comms(n);
   const size_t max_bytes = ctx.options.quick ? (size_t{256} << 20) : (size_t{1} << 30);
   const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
-  const double factors[] = {2.0 * (n - 1) / n, static_cast<double>(n - 1) / n, static_cast<double>(n - 1) / n,
-                            static_cast<double>(n - 1) / n};
+  const double factors[] = {2.0 * (n - 1) / n, static_cast<double>(n - 1) / n,
+                            static_cast<double>(n - 1) / n, static_cast<double>(n - 1) / n};
   std::vector<Rank> ranks(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     DeviceScope scope(r);
@@ -197,7 +205,8 @@ void measure_nccl(Context& ctx, int n) {
       rk.start.emplace_back();
       rk.stop.emplace_back();
     }
-    fill_random(rk.send.get(), rk.send.size(), 971 + static_cast<uint64_t>(r), -1.0f, 1.0f, rk.stream->get());
+    fill_random(rk.send.get(), rk.send.size(), 971 + static_cast<uint64_t>(r), -1.0f, 1.0f,
+                rk.stream->get());
   }
   for (int ci = 0; ci < 4; ++ci) {
     const Coll coll = static_cast<Coll>(ci);
@@ -222,18 +231,23 @@ void measure_nccl(Context& ctx, int n) {
           cudaStream_t st = rk.stream->get();
           switch (coll) {
             case Coll::kAllReduce:
-              PODSIM_NCCL_CHECK(ncclAllReduce(rk.send.get(), rk.recv.get(), total, ncclFloat, ncclSum, comms[r], st));
+              PODSIM_NCCL_CHECK(ncclAllReduce(rk.send.get(), rk.recv.get(), total, ncclFloat,
+                                              ncclSum, comms[r], st));
               break;
             case Coll::kAllGather:
-              PODSIM_NCCL_CHECK(ncclAllGather(rk.send.get(), rk.recv.get(), chunk, ncclFloat, comms[r], st));
+              PODSIM_NCCL_CHECK(
+                  ncclAllGather(rk.send.get(), rk.recv.get(), chunk, ncclFloat, comms[r], st));
               break;
             case Coll::kReduceScatter:
-              PODSIM_NCCL_CHECK(ncclReduceScatter(rk.send.get(), rk.recv.get(), chunk, ncclFloat, ncclSum, comms[r], st));
+              PODSIM_NCCL_CHECK(ncclReduceScatter(rk.send.get(), rk.recv.get(), chunk, ncclFloat,
+                                                  ncclSum, comms[r], st));
               break;
             case Coll::kAllToAll:
               for (int q = 0; q < n; ++q) {
-                PODSIM_NCCL_CHECK(ncclSend(rk.send.get() + static_cast<size_t>(q) * chunk, chunk, ncclFloat, q, comms[r], st));
-                PODSIM_NCCL_CHECK(ncclRecv(rk.recv.get() + static_cast<size_t>(q) * chunk, chunk, ncclFloat, q, comms[r], st));
+                PODSIM_NCCL_CHECK(ncclSend(rk.send.get() + static_cast<size_t>(q) * chunk, chunk,
+                                           ncclFloat, q, comms[r], st));
+                PODSIM_NCCL_CHECK(ncclRecv(rk.recv.get() + static_cast<size_t>(q) * chunk, chunk,
+                                           ncclFloat, q, comms[r], st));
               }
               break;
           }
@@ -244,14 +258,16 @@ void measure_nccl(Context& ctx, int n) {
       for (int i = 0; i < ctx.repeats(); ++i) {
         for (int r = 0; r < n; ++r) {
           DeviceScope scope(r);
-          PODSIM_CUDA_CHECK(cudaEventRecord(ranks[static_cast<size_t>(r)].start[static_cast<size_t>(i)].get(),
-                                            ranks[static_cast<size_t>(r)].stream->get()));
+          PODSIM_CUDA_CHECK(
+              cudaEventRecord(ranks[static_cast<size_t>(r)].start[static_cast<size_t>(i)].get(),
+                              ranks[static_cast<size_t>(r)].stream->get()));
         }
         issue();
         for (int r = 0; r < n; ++r) {
           DeviceScope scope(r);
-          PODSIM_CUDA_CHECK(cudaEventRecord(ranks[static_cast<size_t>(r)].stop[static_cast<size_t>(i)].get(),
-                                            ranks[static_cast<size_t>(r)].stream->get()));
+          PODSIM_CUDA_CHECK(
+              cudaEventRecord(ranks[static_cast<size_t>(r)].stop[static_cast<size_t>(i)].get(),
+                              ranks[static_cast<size_t>(r)].stream->get()));
         }
       }
       Point p;
@@ -261,10 +277,12 @@ void measure_nccl(Context& ctx, int n) {
         double t = 0;  // the collective ends when its slowest rank does
         for (int r = 0; r < n; ++r) {
           DeviceScope scope(r);
-          PODSIM_CUDA_CHECK(cudaEventSynchronize(ranks[static_cast<size_t>(r)].stop[static_cast<size_t>(i)].get()));
+          PODSIM_CUDA_CHECK(cudaEventSynchronize(
+              ranks[static_cast<size_t>(r)].stop[static_cast<size_t>(i)].get()));
           float ms = 0;
-          PODSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, ranks[static_cast<size_t>(r)].start[static_cast<size_t>(i)].get(),
-                                                 ranks[static_cast<size_t>(r)].stop[static_cast<size_t>(i)].get()));
+          PODSIM_CUDA_CHECK(cudaEventElapsedTime(
+              &ms, ranks[static_cast<size_t>(r)].start[static_cast<size_t>(i)].get(),
+              ranks[static_cast<size_t>(r)].stop[static_cast<size_t>(i)].get()));
           t = std::max(t, static_cast<double>(ms) * 1e-3);
         }
         p.times_s.push_back(t);
@@ -284,8 +302,9 @@ void measure_multi_gpu(Context& ctx) {
   int n = 0;
   PODSIM_CUDA_CHECK(cudaGetDeviceCount(&n));
   if (n < 2) {
-    ctx.raw.errors.push_back("multi-gpu: skipped (p2p and NCCL need 2 or more GPUs; this machine has " +
-                             std::to_string(n) + ")");
+    ctx.raw.errors.push_back(
+        "multi-gpu: skipped (p2p and NCCL need 2 or more GPUs; this machine has " +
+        std::to_string(n) + ")");
     return;
   }
   measure_p2p(ctx);

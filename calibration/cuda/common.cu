@@ -25,9 +25,11 @@ void fill_random(T* ptr, size_t n, uint64_t seed, float lo, float hi, cudaStream
 }
 
 template void fill_random<float>(float*, size_t, uint64_t, float, float, cudaStream_t);
-template void fill_random<__nv_bfloat16>(__nv_bfloat16*, size_t, uint64_t, float, float, cudaStream_t);
+template void fill_random<__nv_bfloat16>(__nv_bfloat16*, size_t, uint64_t, float, float,
+                                         cudaStream_t);
 template void fill_random<__half>(__half*, size_t, uint64_t, float, float, cudaStream_t);
-template void fill_random<__nv_fp8_e4m3>(__nv_fp8_e4m3*, size_t, uint64_t, float, float, cudaStream_t);
+template void fill_random<__nv_fp8_e4m3>(__nv_fp8_e4m3*, size_t, uint64_t, float, float,
+                                         cudaStream_t);
 
 std::string format_bytes(double bytes) {
   char buf[64];

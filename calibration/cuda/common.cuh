@@ -5,17 +5,17 @@
 // host and device evaluate identically (so a result can be checked on the host
 // without copying the inputs back); event timing; the run context.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-#include <cuda_runtime.h>
 
 #include "calibration/cuda/check.h"
 #include "calibration/cuda/runner.h"
@@ -42,13 +42,21 @@ __host__ __device__ inline float uniform(uint64_t seed, uint64_t index, float lo
 template <class T>
 __host__ __device__ inline T from_float(float v);
 template <>
-__host__ __device__ inline float from_float<float>(float v) { return v; }
+__host__ __device__ inline float from_float<float>(float v) {
+  return v;
+}
 template <>
-__host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 template <>
-__host__ __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+__host__ __device__ inline __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__host__ __device__ inline __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v) { return __nv_fp8_e4m3(v); }
+__host__ __device__ inline __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v) {
+  return __nv_fp8_e4m3(v);
+}
 
 __host__ __device__ inline float to_float(float v) { return v; }
 __host__ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -72,12 +80,15 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count) : count_(count) {
-    if (count > 0) PODSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
+    if (count > 0)
+      PODSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
   }
   ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);  // no throw from a destructor; errors show at the next call
+    if (ptr_ != nullptr)
+      cudaFree(ptr_);  // no throw from a destructor; errors show at the next call
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(count_, o.count_);
@@ -109,7 +120,9 @@ class DeviceBuffer {
 
 class PinnedBuffer {
  public:
-  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) { PODSIM_CUDA_CHECK(cudaMallocHost(&ptr_, bytes)); }
+  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) {
+    PODSIM_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+  }
   ~PinnedBuffer() {
     if (ptr_ != nullptr) cudaFreeHost(ptr_);
   }
@@ -178,7 +191,8 @@ std::vector<double> time_repeats(cudaStream_t stream, int warmup, int repeats, F
   std::vector<double> out;
   for (int r = 0; r < repeats; ++r) {
     float ms = 0;
-    PODSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, start[static_cast<size_t>(r)].get(), stop[static_cast<size_t>(r)].get()));
+    PODSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, start[static_cast<size_t>(r)].get(),
+                                           stop[static_cast<size_t>(r)].get()));
     out.push_back(static_cast<double>(ms) * 1e-3);
   }
   return out;

@@ -13,7 +13,8 @@ constexpr int kChains = 8;
 constexpr float kMul = 0.99951171875f;  // 1 - 2^-11: the chains converge to kAdd / 2^-11
 constexpr float kAdd = 0.00048828125f;  // 2^-11: so values stay near 1, never 0, inf or denormal
 
-__global__ void fma_kernel(int iters, float mul, float add, float* __restrict__ out, long long* __restrict__ cycles) {
+__global__ void fma_kernel(int iters, float mul, float add, float* __restrict__ out,
+                           long long* __restrict__ cycles) {
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float x[kChains];
 #pragma unroll

@@ -44,9 +44,10 @@ void measure_launch(Context& ctx) {
   const std::vector<int> counts = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   const int calls = ctx.warmup() + ctx.repeats();
 
-  Series stream_series = launch_series(
-      "launch.stream", "n kernels launched back to back on one stream, CUDA-event time of the batch; "
-                       "1 / beta_per_s = time per kernel");
+  Series stream_series =
+      launch_series("launch.stream",
+                    "n kernels launched back to back on one stream, CUDA-event time of the batch; "
+                    "1 / beta_per_s = time per kernel");
   for (int n : counts) {
     ctx.progress("launch: " + std::to_string(n) + " kernels on a stream");
     PODSIM_CUDA_CHECK(cudaMemsetAsync(counter.get(), 0, sizeof(unsigned long long), ctx.stream));
@@ -59,14 +60,16 @@ void measure_launch(Context& ctx) {
         PODSIM_CUDA_CHECK_LAUNCH();
       }
     });
-    p.check_passed = counter.read(0) == static_cast<unsigned long long>(calls) * static_cast<unsigned long long>(n);
+    p.check_passed = counter.read(0) ==
+                     static_cast<unsigned long long>(calls) * static_cast<unsigned long long>(n);
     stream_series.points.push_back(std::move(p));
   }
   ctx.raw.series.push_back(std::move(stream_series));
 
   Series graph_series = launch_series(
-      "launch.graph", "a CUDA graph of n kernels replayed with cudaGraphLaunch, CUDA-event time per replay; "
-                      "alpha_s = graph launch, 1 / beta_per_s = time per kernel inside the graph");
+      "launch.graph",
+      "a CUDA graph of n kernels replayed with cudaGraphLaunch, CUDA-event time per replay; "
+      "alpha_s = graph launch, 1 / beta_per_s = time per kernel inside the graph");
   for (int n : counts) {
     ctx.progress("launch: CUDA graph of " + std::to_string(n) + " kernels");
     Graph graph;
@@ -83,7 +86,8 @@ void measure_launch(Context& ctx) {
     p.times_s = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(), [&](int) {
       PODSIM_CUDA_CHECK(cudaGraphLaunch(graph.get(), ctx.stream));
     });
-    p.check_passed = counter.read(0) == static_cast<unsigned long long>(calls) * static_cast<unsigned long long>(n);
+    p.check_passed = counter.read(0) ==
+                     static_cast<unsigned long long>(calls) * static_cast<unsigned long long>(n);
     graph_series.points.push_back(std::move(p));
   }
   ctx.raw.series.push_back(std::move(graph_series));
@@ -97,7 +101,8 @@ void measure_launch(Context& ctx) {
   const auto t1 = std::chrono::steady_clock::now();
   PODSIM_CUDA_CHECK_LAUNCH();
   PODSIM_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-  ctx.raw.scalars["launch.host_enqueue_s"] = std::chrono::duration<double>(t1 - t0).count() / host_launches;
+  ctx.raw.scalars["launch.host_enqueue_s"] =
+      std::chrono::duration<double>(t1 - t0).count() / host_launches;
 }
 
 void measure_host_copies(Context& ctx) {
@@ -122,9 +127,11 @@ void measure_host_copies(Context& ctx) {
       p.work = static_cast<double>(bytes);
       p.times_s = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(), [&](int) {
         if (h2d) {
-          PODSIM_CUDA_CHECK(cudaMemcpyAsync(dev.get(), src.get(), bytes, cudaMemcpyHostToDevice, ctx.stream));
+          PODSIM_CUDA_CHECK(
+              cudaMemcpyAsync(dev.get(), src.get(), bytes, cudaMemcpyHostToDevice, ctx.stream));
         } else {
-          PODSIM_CUDA_CHECK(cudaMemcpyAsync(back.get(), dev.get(), bytes, cudaMemcpyDeviceToHost, ctx.stream));
+          PODSIM_CUDA_CHECK(
+              cudaMemcpyAsync(back.get(), dev.get(), bytes, cudaMemcpyDeviceToHost, ctx.stream));
         }
       });
       if (h2d) PODSIM_CUDA_CHECK(cudaMemcpy(back.get(), dev.get(), bytes, cudaMemcpyDeviceToHost));

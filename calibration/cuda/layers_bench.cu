@@ -10,7 +10,7 @@ namespace podsim::calibration::gpu {
 namespace {
 
 using bf16 = __nv_bfloat16;
-constexpr int kWidth = 4096;    // row width of the norm and softmax (Llama 3 8B hidden size)
+constexpr int kWidth = 4096;  // row width of the norm and softmax (Llama 3 8B hidden size)
 constexpr int kThreads = 128;
 constexpr int kVecPerThread = kWidth / 8 / kThreads;  // uint4 (8 bf16) loads per thread per row
 
@@ -32,8 +32,8 @@ __device__ float block_reduce(float v, bool is_max) {
   return r;
 }
 
-__global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                                           bf16* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ out) {
   const size_t row = blockIdx.x;
   const uint4* xr = reinterpret_cast<const uint4*>(x + row * kWidth);
   uint4 v[kVecPerThread];
@@ -56,12 +56,14 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(const bf16* __restric
     uint4 o;
     bf16* oe = reinterpret_cast<bf16*>(&o);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) oe[j] = __float2bfloat16_rn(__bfloat162float(e[j]) * r * __bfloat162float(we[j]));
+    for (int j = 0; j < 8; ++j)
+      oe[j] = __float2bfloat16_rn(__bfloat162float(e[j]) * r * __bfloat162float(we[j]));
     orow[idx] = o;
   }
 }
 
-__global__ void __launch_bounds__(kThreads) softmax_kernel(const bf16* __restrict__ x, bf16* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    softmax_kernel(const bf16* __restrict__ x, bf16* __restrict__ out) {
   const size_t row = blockIdx.x;
   const uint4* xr = reinterpret_cast<const uint4*>(x + row * kWidth);
   float f[kVecPerThread][8];
@@ -100,8 +102,8 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(const bf16* __restric
 
 // SwiGLU: out = silu(a) * b; residual: out = a + b. n8 = elements / 8.
 template <bool kSwiglu>
-__global__ void elementwise_kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict__ out,
-                                   size_t n8) {
+__global__ void elementwise_kernel(const bf16* __restrict__ a, const bf16* __restrict__ b,
+                                   bf16* __restrict__ out, size_t n8) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n8; i += stride) {
     const uint4 av = reinterpret_cast<const uint4*>(a)[i];
@@ -122,26 +124,33 @@ __global__ void elementwise_kernel(const bf16* __restrict__ a, const bf16* __res
 
 constexpr uint64_t kSeedA = 801, kSeedB = 802, kSeedW = 803;
 
-double host_in(uint64_t seed, size_t i) { return static_cast<double>(random_value<bf16>(seed, i, -2.0f, 2.0f)); }
+double host_in(uint64_t seed, size_t i) {
+  return static_cast<double>(random_value<bf16>(seed, i, -2.0f, 2.0f));
+}
 
 // Checks row `row` (norm, softmax) or elements around `row * kWidth` (elementwise) of one set.
 bool check_sample(Layer layer, const DeviceBuffer<bf16>& out, size_t base, size_t row) {
   const size_t first = base + row * kWidth;
   std::vector<bf16> got(kWidth);
-  PODSIM_CUDA_CHECK(cudaMemcpy(got.data(), out.get() + first, kWidth * sizeof(bf16), cudaMemcpyDeviceToHost));
+  PODSIM_CUDA_CHECK(
+      cudaMemcpy(got.data(), out.get() + first, kWidth * sizeof(bf16), cudaMemcpyDeviceToHost));
   std::vector<double> x(kWidth);
-  for (int j = 0; j < kWidth; ++j) x[static_cast<size_t>(j)] = host_in(kSeedA, first + static_cast<size_t>(j));
+  for (int j = 0; j < kWidth; ++j)
+    x[static_cast<size_t>(j)] = host_in(kSeedA, first + static_cast<size_t>(j));
   std::vector<double> want(kWidth);
   if (layer == Layer::kRmsNorm) {
     double ss = 0;
     for (double v : x) ss += v * v;
     const double r = 1.0 / std::sqrt(ss / kWidth + 1e-5);
-    for (int j = 0; j < kWidth; ++j) want[static_cast<size_t>(j)] = x[static_cast<size_t>(j)] * r * host_in(kSeedW, static_cast<size_t>(j));
+    for (int j = 0; j < kWidth; ++j)
+      want[static_cast<size_t>(j)] =
+          x[static_cast<size_t>(j)] * r * host_in(kSeedW, static_cast<size_t>(j));
   } else if (layer == Layer::kSoftmax) {
     const double mx = *std::max_element(x.begin(), x.end());
     double sum = 0;
     for (double v : x) sum += std::exp(v - mx);
-    for (int j = 0; j < kWidth; ++j) want[static_cast<size_t>(j)] = std::exp(x[static_cast<size_t>(j)] - mx) / sum;
+    for (int j = 0; j < kWidth; ++j)
+      want[static_cast<size_t>(j)] = std::exp(x[static_cast<size_t>(j)] - mx) / sum;
   } else {
     for (int j = 0; j < kWidth; ++j) {
       const double a = x[static_cast<size_t>(j)];
@@ -172,11 +181,13 @@ void measure_layers(Context& ctx) {
   fill_random(b.get(), pool_elems, kSeedB, -2.0f, 2.0f, ctx.stream);
   fill_random(w.get(), kWidth, kSeedW, -2.0f, 2.0f, ctx.stream);
 
-  const char* names[] = {"kernel.rmsnorm", "kernel.softmax", "kernel.swiglu", "kernel.residual_add"};
-  const char* desc[] = {"RMSNorm over 4096-wide bf16 rows (weight bf16); work = bytes read + written",
-                        "softmax over 4096-wide bf16 rows; work = bytes read + written",
-                        "SwiGLU out = silu(gate) * up, bf16 elementwise; work = bytes read + written",
-                        "residual add out = a + b, bf16 elementwise; work = bytes read + written"};
+  const char* names[] = {"kernel.rmsnorm", "kernel.softmax", "kernel.swiglu",
+                         "kernel.residual_add"};
+  const char* desc[] = {
+      "RMSNorm over 4096-wide bf16 rows (weight bf16); work = bytes read + written",
+      "softmax over 4096-wide bf16 rows; work = bytes read + written",
+      "SwiGLU out = silu(gate) * up, bf16 elementwise; work = bytes read + written",
+      "residual add out = a + b, bf16 elementwise; work = bytes read + written"};
   for (int li = 0; li < 4; ++li) {
     const Layer layer = static_cast<Layer>(li);
     const int arrays = (layer == Layer::kRmsNorm || layer == Layer::kSoftmax) ? 2 : 3;
@@ -184,33 +195,39 @@ void measure_layers(Context& ctx) {
     s.name = names[li];
     s.work_unit = "bytes";
     s.description = desc[li];
-    s.attributes = {{"fit", "alpha_beta"},
-                    {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
+    s.attributes = {
+        {"fit", "alpha_beta"},
+        {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
     for (size_t total = mib; total <= max_total; total *= ctx.options.quick ? 4 : 2) {
       const size_t elems = round_up(total / arrays / sizeof(bf16), kWidth);  // elements per array
       const size_t rows = elems / kWidth;
       const size_t sets = std::clamp<size_t>(
-          static_cast<size_t>(std::ceil(4.0 * ctx.l2_bytes() / (arrays * elems * sizeof(bf16)))), 1, pool_elems / elems);
+          static_cast<size_t>(std::ceil(4.0 * ctx.l2_bytes() / (arrays * elems * sizeof(bf16)))), 1,
+          pool_elems / elems);
       ctx.progress(std::string(names[li]) + " " + format_bytes(static_cast<double>(total)));
       auto enqueue = [&](int) {
         for (size_t r = 0; r < sets; ++r) {
           const size_t off = r * elems;
           switch (layer) {
             case Layer::kRmsNorm:
-              rmsnorm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(a.get() + off, w.get(), out.get() + off);
+              rmsnorm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(
+                  a.get() + off, w.get(), out.get() + off);
               break;
             case Layer::kSoftmax:
-              softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(a.get() + off, out.get() + off);
+              softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(
+                  a.get() + off, out.get() + off);
               break;
             case Layer::kSwiglu:
             case Layer::kResidual: {
               const size_t n8 = elems / 8;
-              const unsigned grid = static_cast<unsigned>(
-                  std::min<size_t>((n8 + 255) / 256, static_cast<size_t>(ctx.prop.multiProcessorCount) * 16));
+              const unsigned grid = static_cast<unsigned>(std::min<size_t>(
+                  (n8 + 255) / 256, static_cast<size_t>(ctx.prop.multiProcessorCount) * 16));
               if (layer == Layer::kSwiglu) {
-                elementwise_kernel<true><<<grid, 256, 0, ctx.stream>>>(a.get() + off, b.get() + off, out.get() + off, n8);
+                elementwise_kernel<true><<<grid, 256, 0, ctx.stream>>>(a.get() + off, b.get() + off,
+                                                                       out.get() + off, n8);
               } else {
-                elementwise_kernel<false><<<grid, 256, 0, ctx.stream>>>(a.get() + off, b.get() + off, out.get() + off, n8);
+                elementwise_kernel<false><<<grid, 256, 0, ctx.stream>>>(
+                    a.get() + off, b.get() + off, out.get() + off, n8);
               }
               break;
             }
@@ -224,7 +241,8 @@ void measure_layers(Context& ctx) {
                   {"width", kWidth},
                   {"sets", static_cast<double>(sets)}};
       p.work = static_cast<double>(arrays * elems * sizeof(bf16));
-      p.times_s = per_operation(time_repeats(ctx.stream, 1, ctx.repeats(), enqueue), static_cast<int>(sets));
+      p.times_s = per_operation(time_repeats(ctx.stream, 1, ctx.repeats(), enqueue),
+                                static_cast<int>(sets));
       PODSIM_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
       const size_t last = (sets - 1) * elems;
       p.check_passed = check_sample(layer, out, 0, 0) && check_sample(layer, out, last, rows - 1) &&

@@ -12,10 +12,12 @@ constexpr float kScale = 1.0009765625f;  // 1 + 2^-10: exact, never 1
 
 __global__ void copy_kernel(const float4* __restrict__ a, float4* __restrict__ b, size_t n4) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) b[i] = a[i];
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride)
+    b[i] = a[i];
 }
 
-__global__ void scale_kernel(const float4* __restrict__ a, float4* __restrict__ b, float q, size_t n4) {
+__global__ void scale_kernel(const float4* __restrict__ a, float4* __restrict__ b, float q,
+                             size_t n4) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
     const float4 v = a[i];
@@ -23,8 +25,8 @@ __global__ void scale_kernel(const float4* __restrict__ a, float4* __restrict__ 
   }
 }
 
-__global__ void triad_kernel(const float4* __restrict__ b, const float4* __restrict__ c, float4* __restrict__ a,
-                             float q, size_t n4) {
+__global__ void triad_kernel(const float4* __restrict__ b, const float4* __restrict__ c,
+                             float4* __restrict__ a, float q, size_t n4) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
     const float4 x = b[i];
@@ -36,9 +38,9 @@ __global__ void triad_kernel(const float4* __restrict__ b, const float4* __restr
 enum class StreamOp : int { kCopy = 0, kScale = 1, kTriad = 2 };
 
 // Counts elements of `out` that are not what the operation gives from the inputs.
-__global__ void check_stream_kernel(StreamOp op, const float* __restrict__ out, const float* __restrict__ in1,
-                                    const float* __restrict__ in2, float q, size_t n,
-                                    unsigned long long* __restrict__ bad) {
+__global__ void check_stream_kernel(StreamOp op, const float* __restrict__ out,
+                                    const float* __restrict__ in1, const float* __restrict__ in2,
+                                    float q, size_t n, unsigned long long* __restrict__ bad) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   unsigned long long local = 0;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -49,14 +51,16 @@ __global__ void check_stream_kernel(StreamOp op, const float* __restrict__ out, 
       ok = out[i] == __fmul_rn(q, in1[i]);
     } else {
       // The triad kernel may or may not be contracted to an FMA: accept either rounding.
-      ok = out[i] == __fmaf_rn(q, in2[i], in1[i]) || out[i] == __fadd_rn(in1[i], __fmul_rn(q, in2[i]));
+      ok = out[i] == __fmaf_rn(q, in2[i], in1[i]) ||
+           out[i] == __fadd_rn(in1[i], __fmul_rn(q, in2[i]));
     }
     if (!ok) ++local;
   }
   if (local != 0) atomicAdd(bad, local);
 }
 
-__global__ void l2_read_kernel(const float4* __restrict__ data, size_t n4, int passes, float* __restrict__ out) {
+__global__ void l2_read_kernel(const float4* __restrict__ data, size_t n4, int passes,
+                               float* __restrict__ out) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
@@ -84,7 +88,8 @@ __global__ void l2_read_kernel(const float4* __restrict__ data, size_t n4, int p
 
 unsigned grid_for(size_t n4, const cudaDeviceProp& prop, int blocks_per_sm) {
   const size_t want = (n4 + 255) / 256;
-  const size_t cap = static_cast<size_t>(prop.multiProcessorCount) * static_cast<size_t>(blocks_per_sm);
+  const size_t cap =
+      static_cast<size_t>(prop.multiProcessorCount) * static_cast<size_t>(blocks_per_sm);
   return static_cast<unsigned>(std::max<size_t>(1, std::min(want, cap)));
 }
 
@@ -94,7 +99,8 @@ void measure_hbm(Context& ctx) {
   const size_t mib = size_t{1} << 20;
   // Largest array: 4 GiB (1 GiB quick), never more than a sixth of the memory for three of them.
   size_t max_bytes = ctx.options.quick ? 1024 * mib : 4096 * mib;
-  while (max_bytes > mib && 3 * max_bytes > static_cast<size_t>(ctx.prop.totalGlobalMem) / 2) max_bytes /= 2;
+  while (max_bytes > mib && 3 * max_bytes > static_cast<size_t>(ctx.prop.totalGlobalMem) / 2)
+    max_bytes /= 2;
   const size_t pool_floats = max_bytes / sizeof(float);
   DeviceBuffer<float> a(pool_floats), b(pool_floats), c(pool_floats);
   fill_random(a.get(), pool_floats, 101, 0.5f, 1.5f, ctx.stream);
@@ -103,24 +109,27 @@ void measure_hbm(Context& ctx) {
   DeviceBuffer<unsigned long long> bad(1);
 
   const char* names[] = {"hbm.copy", "hbm.scale", "hbm.triad"};
-  const char* desc[] = {"b[i] = a[i], fp32, 16-byte vector accesses; work = bytes read + written",
-                        "b[i] = q * a[i], fp32, 16-byte vector accesses; work = bytes read + written",
-                        "a[i] = b[i] + q * c[i], fp32, 16-byte vector accesses; work = bytes read + written"};
+  const char* desc[] = {
+      "b[i] = a[i], fp32, 16-byte vector accesses; work = bytes read + written",
+      "b[i] = q * a[i], fp32, 16-byte vector accesses; work = bytes read + written",
+      "a[i] = b[i] + q * c[i], fp32, 16-byte vector accesses; work = bytes read + written"};
   for (int op = 0; op < 3; ++op) {
     Series s;
     s.name = names[op];
     s.work_unit = "bytes";
     s.description = desc[op];
-    s.attributes = {{"fit", "alpha_beta"},
-                    {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
+    s.attributes = {
+        {"fit", "alpha_beta"},
+        {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
     const int arrays = op == 2 ? 3 : 2;
     for (size_t bytes = mib; bytes <= max_bytes; bytes *= 2) {
       const size_t n = bytes / sizeof(float);
       const size_t n4 = n / 4;
       // Rotate over sets so that consecutive kernels touch >= 4x the L2.
       const double footprint = 4.0 * ctx.l2_bytes();
-      const size_t sets = std::min<size_t>(max_bytes / bytes,
-                                           std::max<size_t>(1, static_cast<size_t>(std::ceil(footprint / (arrays * bytes)))));
+      const size_t sets = std::min<size_t>(
+          max_bytes / bytes,
+          std::max<size_t>(1, static_cast<size_t>(std::ceil(footprint / (arrays * bytes)))));
       const int per_repeat = static_cast<int>(sets);
       const unsigned grid = grid_for(n4, ctx.prop, 16);
       ctx.progress(std::string(names[op]) + " " + format_bytes(static_cast<double>(bytes)));
@@ -131,11 +140,14 @@ void measure_hbm(Context& ctx) {
           const auto* b4 = reinterpret_cast<const float4*>(b.get() + off);
           const auto* c4 = reinterpret_cast<const float4*>(c.get() + off);
           if (op == 0) {
-            copy_kernel<<<grid, 256, 0, ctx.stream>>>(a4, reinterpret_cast<float4*>(b.get() + off), n4);
+            copy_kernel<<<grid, 256, 0, ctx.stream>>>(a4, reinterpret_cast<float4*>(b.get() + off),
+                                                      n4);
           } else if (op == 1) {
-            scale_kernel<<<grid, 256, 0, ctx.stream>>>(a4, reinterpret_cast<float4*>(b.get() + off), kScale, n4);
+            scale_kernel<<<grid, 256, 0, ctx.stream>>>(a4, reinterpret_cast<float4*>(b.get() + off),
+                                                       kScale, n4);
           } else {
-            triad_kernel<<<grid, 256, 0, ctx.stream>>>(b4, c4, reinterpret_cast<float4*>(a.get() + off), kScale, n4);
+            triad_kernel<<<grid, 256, 0, ctx.stream>>>(
+                b4, c4, reinterpret_cast<float4*>(a.get() + off), kScale, n4);
           }
           PODSIM_CUDA_CHECK_LAUNCH();
         }
@@ -150,8 +162,8 @@ void measure_hbm(Context& ctx) {
       const StreamOp sop = static_cast<StreamOp>(op);
       const float* out = op == 2 ? a.get() : b.get();
       const float* in1 = op == 2 ? b.get() : a.get();
-      check_stream_kernel<<<grid_for(total / 4, ctx.prop, 16), 256, 0, ctx.stream>>>(sop, out, in1, c.get(), kScale,
-                                                                                     total, bad.get());
+      check_stream_kernel<<<grid_for(total / 4, ctx.prop, 16), 256, 0, ctx.stream>>>(
+          sop, out, in1, c.get(), kScale, total, bad.get());
       PODSIM_CUDA_CHECK_LAUNCH();
       PODSIM_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
       p.check_passed = bad.read(0) == 0;
@@ -165,19 +177,23 @@ void measure_l2(Context& ctx) {
   const double mib = 1024.0 * 1024.0;
   std::vector<double> sets_mib = ctx.options.quick
                                      ? std::vector<double>{1, 4, 16, 32, 48, 64, 96, 128, 256, 512}
-                                     : std::vector<double>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128, 192, 256, 512};
+                                     : std::vector<double>{1,  2,  4,  8,  16, 24,  32,  40,  48,
+                                                           56, 64, 72, 80, 96, 128, 192, 256, 512};
   // Reach at least 8x the L2 whatever the GPU (B200: 126 MiB).
   while (sets_mib.back() * mib < 8 * ctx.l2_bytes()) sets_mib.push_back(sets_mib.back() * 2);
   const size_t max_floats = static_cast<size_t>(sets_mib.back() * mib) / sizeof(float);
   DeviceBuffer<float> data(max_floats);
   fill_random(data.get(), max_floats, 201, 0.0f, 1.0f, ctx.stream);
-  const unsigned grid = static_cast<unsigned>(ctx.prop.multiProcessorCount * (ctx.prop.maxThreadsPerMultiProcessor / 256));
+  const unsigned grid = static_cast<unsigned>(ctx.prop.multiProcessorCount *
+                                              (ctx.prop.maxThreadsPerMultiProcessor / 256));
   DeviceBuffer<float> out(static_cast<size_t>(grid) * 256);
 
   Series s;
   s.name = "l2";
   s.work_unit = "bytes";
-  s.description = "read-only sweep: a working set read repeatedly with ld.global.cg (L2, not L1); work = bytes read";
+  s.description =
+      "read-only sweep: a working set read repeatedly with ld.global.cg (L2, not L1); work = bytes "
+      "read";
   s.attributes = {{"fit", "working_set"}};
   const double bytes_per_repeat = ctx.options.quick ? 2e9 : 4e9;
   // The sets are growing prefixes of one buffer: extend one host sum as they grow.
@@ -186,10 +202,12 @@ void measure_l2(Context& ctx) {
   for (double ws_mib : sets_mib) {
     const size_t n = static_cast<size_t>(ws_mib * mib) / sizeof(float);
     const size_t n4 = n / 4;
-    const int passes = std::max(1, static_cast<int>(std::lround(bytes_per_repeat / (ws_mib * mib))));
+    const int passes =
+        std::max(1, static_cast<int>(std::lround(bytes_per_repeat / (ws_mib * mib))));
     ctx.progress("l2 working set " + format_bytes(ws_mib * mib));
     auto enqueue = [&](int) {
-      l2_read_kernel<<<grid, 256, 0, ctx.stream>>>(reinterpret_cast<const float4*>(data.get()), n4, passes, out.get());
+      l2_read_kernel<<<grid, 256, 0, ctx.stream>>>(reinterpret_cast<const float4*>(data.get()), n4,
+                                                   passes, out.get());
       PODSIM_CUDA_CHECK_LAUNCH();
     };
     Point p;

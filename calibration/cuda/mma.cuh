@@ -10,11 +10,12 @@
 //   A (16x16, row-major): a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..2t+1]
 //                          a[2] = A[g][2t+8..2t+9]  a[3] = A[g+8][2t+8..2t+9]
 //   B (16x8, B[k][n]):     b[0] = B[2t..2t+1][g]    b[1] = B[2t+8..2t+9][g]
-//   C/D (16x8, fp32):      c[0] = C[g][2t]  c[1] = C[g][2t+1]  c[2] = C[g+8][2t]  c[3] = C[g+8][2t+1]
-
-#include <cstdint>
+//   C/D (16x8, fp32):      c[0] = C[g][2t]  c[1] = C[g][2t+1]  c[2] = C[g+8][2t]  c[3] =
+//   C[g+8][2t+1]
 
 #include <cuda_bf16.h>
+
+#include <cstdint>
 
 namespace podsim::calibration::gpu {
 
@@ -32,7 +33,8 @@ __device__ __forceinline__ uint32_t pack_bf16(__nv_bfloat16 lo, __nv_bfloat16 hi
 }
 
 /// d += a * b for one m16n8k16 tile (bf16 inputs, fp32 accumulators).
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4],
+                                               const uint32_t (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "

@@ -2,10 +2,10 @@
 // section becomes an error line and the run goes on unless the CUDA context
 // is lost.
 
+#include <cublasLt.h>
+
 #include <chrono>
 #include <ctime>
-
-#include <cublasLt.h>
 
 #include "calibration/cuda/common.cuh"
 
@@ -30,7 +30,8 @@ std::string utc_now() {
   return buf;
 }
 
-Provenance read_provenance(const RunOptions& options, const cudaDeviceProp& prop, int device_count) {
+Provenance read_provenance(const RunOptions& options, const cudaDeviceProp& prop,
+                           int device_count) {
   Provenance p;
   p.gpu_name = prop.name;
   p.compute_capability_major = prop.major;
@@ -43,7 +44,8 @@ Provenance read_provenance(const RunOptions& options, const cudaDeviceProp& prop
   int clock_khz = 0, mem_clock_khz = 0;
   // cudaDeviceProp lost clockRate in CUDA 13: ask the attributes.
   PODSIM_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, options.device));
-  PODSIM_CUDA_CHECK(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, options.device));
+  PODSIM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, options.device));
   p.sm_clock_hz_reported = clock_khz * 1e3;
   p.mem_clock_hz_reported = mem_clock_khz * 1e3;
   int driver = 0, runtime = 0;
@@ -52,13 +54,14 @@ Provenance read_provenance(const RunOptions& options, const cudaDeviceProp& prop
   p.driver_version = version_string(driver);
   p.runtime_version = version_string(runtime);
   const size_t lt = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
-  p.cublas_version = std::to_string(lt / 10000) + "." + std::to_string((lt % 10000) / 100) + "." + std::to_string(lt % 100);
+  p.cublas_version = std::to_string(lt / 10000) + "." + std::to_string((lt % 10000) / 100) + "." +
+                     std::to_string(lt % 100);
 #if PODSIM_HAVE_NCCL
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) {
     // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
-    p.nccl_version = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." +
-                     std::to_string(nccl % 100);
+    p.nccl_version = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) +
+                     "." + std::to_string(nccl % 100);
   }
 #endif
   p.date_utc = utc_now();
@@ -92,8 +95,8 @@ RawMeasurements run_calibration(const RunOptions& options) {
   int count = 0;
   PODSIM_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (options.device < 0 || options.device >= count) {
-    throw NoDeviceError("device " + std::to_string(options.device) + " does not exist (" + std::to_string(count) +
-                        " visible)");
+    throw NoDeviceError("device " + std::to_string(options.device) + " does not exist (" +
+                        std::to_string(count) + " visible)");
   }
   PODSIM_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
@@ -107,10 +110,16 @@ RawMeasurements run_calibration(const RunOptions& options) {
   // Cheap and robust first; our own tensor-core kernels last, so that a kernel
   // that breaks the context costs nothing already measured.
   const Section sections[] = {
-      {"fp32", measure_clock_and_fp32}, {"hbm", measure_hbm},         {"l2", measure_l2},
-      {"launch", measure_launch},       {"host copies", measure_host_copies},
-      {"layers", measure_layers},       {"gemm", measure_gemm},       {"multi-gpu", measure_multi_gpu},
-      {"attention", measure_attention}, {"tensor peaks", measure_tensor_peaks},
+      {"fp32", measure_clock_and_fp32},
+      {"hbm", measure_hbm},
+      {"l2", measure_l2},
+      {"launch", measure_launch},
+      {"host copies", measure_host_copies},
+      {"layers", measure_layers},
+      {"gemm", measure_gemm},
+      {"multi-gpu", measure_multi_gpu},
+      {"attention", measure_attention},
+      {"tensor peaks", measure_tensor_peaks},
   };
   const auto t0 = std::chrono::steady_clock::now();
   for (const Section& section : sections) {
@@ -132,11 +141,14 @@ RawMeasurements run_calibration(const RunOptions& options) {
       cudaGetLastError();
       lost = is_sticky(pending);
       if (pending != cudaSuccess && !lost) {
-        raw.errors.push_back(std::string(section.name) + ": pending CUDA error " + cudaGetErrorName(pending));
+        raw.errors.push_back(std::string(section.name) + ": pending CUDA error " +
+                             cudaGetErrorName(pending));
       }
     }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ctx.progress(std::string("   ") + section.name + " done at " + std::to_string(static_cast<int>(elapsed)) + " s");
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ctx.progress(std::string("   ") + section.name + " done at " +
+                 std::to_string(static_cast<int>(elapsed)) + " s");
     if (options.checkpoint) options.checkpoint(raw);
     if (lost) {
       raw.errors.push_back("run stopped after '" + std::string(section.name) +

@@ -14,7 +14,8 @@ namespace {
 
 constexpr int kMmaAccumulators = 8;
 
-__global__ void mma_peak_kernel(int iters, const __nv_bfloat16* __restrict__ in, float* __restrict__ out) {
+__global__ void mma_peak_kernel(int iters, const __nv_bfloat16* __restrict__ in,
+                                float* __restrict__ out) {
   const int lane = threadIdx.x % 32;
   const size_t warp = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   uint32_t a[4], b[2];
@@ -34,8 +35,10 @@ __global__ void mma_peak_kernel(int iters, const __nv_bfloat16* __restrict__ in,
   out[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = sum;
 }
 
-// One warp: D (16x8) = A (16x16, row-major) * B (16x8, B[k][n]) through the documented fragment layout.
-__global__ void mma_check_kernel(const __nv_bfloat16* __restrict__ a_mat, const __nv_bfloat16* __restrict__ b_mat,
+// One warp: D (16x8) = A (16x16, row-major) * B (16x8, B[k][n]) through the documented fragment
+// layout.
+__global__ void mma_check_kernel(const __nv_bfloat16* __restrict__ a_mat,
+                                 const __nv_bfloat16* __restrict__ b_mat,
                                  float* __restrict__ d_mat) {
   const int lane = threadIdx.x;
   const int g = lane / 4, t = lane % 4;
@@ -70,7 +73,8 @@ __device__ void load_core_tile(unsigned char* smem, const unsigned char* __restr
 // D (64x128) = A (64 x K) * B (128 x K)^T, K = 32 bytes (16 bf16 or 32 e4m3); one warpgroup.
 // `variant` 0: LBO = 128 (K direction), SBO = 256 (M/N direction); 1: swapped.
 template <bool kFp8>
-__global__ void wgmma_check_kernel(const unsigned char* __restrict__ a_mat, const unsigned char* __restrict__ b_mat,
+__global__ void wgmma_check_kernel(const unsigned char* __restrict__ a_mat,
+                                   const unsigned char* __restrict__ b_mat,
                                    float* __restrict__ d_mat, int variant, int* __restrict__ ran) {
   __shared__ __align__(128) unsigned char sa[64 * 32];
   __shared__ __align__(128) unsigned char sb[128 * 32];
@@ -106,8 +110,9 @@ __global__ void wgmma_check_kernel(const unsigned char* __restrict__ a_mat, cons
 }
 
 template <bool kFp8>
-__global__ void __launch_bounds__(128) wgmma_peak_kernel(int iters, const unsigned char* __restrict__ in,
-                                                         float* __restrict__ out, int* __restrict__ ran) {
+__global__ void __launch_bounds__(128)
+    wgmma_peak_kernel(int iters, const unsigned char* __restrict__ in, float* __restrict__ out,
+                      int* __restrict__ ran) {
   __shared__ __align__(128) unsigned char sa[64 * 32];
   __shared__ __align__(128) unsigned char sb[128 * 32];
   load_core_tile(sa, in, 64);
@@ -153,8 +158,10 @@ bool mma_layout_check(Context& ctx) {
     for (int n = 0; n < 8; ++n) {
       double want = 0, scale = 0;
       for (int k = 0; k < 16; ++k) {
-        const double x = random_value<__nv_bfloat16>(401, static_cast<uint64_t>(m * 16 + k), -1.0f, 1.0f) *
-                         static_cast<double>(random_value<__nv_bfloat16>(402, static_cast<uint64_t>(k * 8 + n), -1.0f, 1.0f));
+        const double x =
+            random_value<__nv_bfloat16>(401, static_cast<uint64_t>(m * 16 + k), -1.0f, 1.0f) *
+            static_cast<double>(
+                random_value<__nv_bfloat16>(402, static_cast<uint64_t>(k * 8 + n), -1.0f, 1.0f));
         want += x;
         scale += std::abs(x);
       }
@@ -164,7 +171,8 @@ bool mma_layout_check(Context& ctx) {
   return true;
 }
 
-// Which descriptor variant (0 or 1) reproduces the host product; -1 if neither, -2 if wgmma did not run.
+// Which descriptor variant (0 or 1) reproduces the host product; -1 if neither, -2 if wgmma did not
+// run.
 template <class T, bool kFp8>
 int wgmma_layout_check(Context& ctx, uint64_t seed) {
   const int kElems = kFp8 ? 32 : 16;
@@ -175,9 +183,9 @@ int wgmma_layout_check(Context& ctx, uint64_t seed) {
   fill_random(b.get(), b.size(), seed + 1, -1.0f, 1.0f, ctx.stream);
   for (int variant = 0; variant < 2; ++variant) {
     PODSIM_CUDA_CHECK(cudaMemsetAsync(ran.get(), 0, sizeof(int), ctx.stream));
-    wgmma_check_kernel<kFp8><<<1, 128, 0, ctx.stream>>>(reinterpret_cast<const unsigned char*>(a.get()),
-                                                        reinterpret_cast<const unsigned char*>(b.get()), d.get(),
-                                                        variant, ran.get());
+    wgmma_check_kernel<kFp8><<<1, 128, 0, ctx.stream>>>(
+        reinterpret_cast<const unsigned char*>(a.get()),
+        reinterpret_cast<const unsigned char*>(b.get()), d.get(), variant, ran.get());
     PODSIM_CUDA_CHECK_LAUNCH();
     PODSIM_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     if (ran.read(0) != 1) return -2;
@@ -187,13 +195,16 @@ int wgmma_layout_check(Context& ctx, uint64_t seed) {
       for (int n = 0; n < 128 && ok; ++n) {
         double want = 0, scale = 0;
         for (int k = 0; k < kElems; ++k) {
-          const double x = static_cast<double>(random_value<T>(seed, static_cast<uint64_t>(m * kElems + k), -1.0f, 1.0f)) *
-                           random_value<T>(seed + 1, static_cast<uint64_t>(n * kElems + k), -1.0f, 1.0f);
+          const double x =
+              static_cast<double>(
+                  random_value<T>(seed, static_cast<uint64_t>(m * kElems + k), -1.0f, 1.0f)) *
+              random_value<T>(seed + 1, static_cast<uint64_t>(n * kElems + k), -1.0f, 1.0f);
           want += x;
           scale += std::abs(x);
         }
         // Hopper's fp8 path accumulates with reduced precision (about 14 bits): a looser bound.
-        ok = std::abs(got[static_cast<size_t>(m * 128 + n)] - want) <= (kFp8 ? 2e-3 : 2e-4) * scale + 1e-7;
+        ok = std::abs(got[static_cast<size_t>(m * 128 + n)] - want) <=
+             (kFp8 ? 2e-3 : 2e-4) * scale + 1e-7;
       }
     }
     if (ok) return variant;
@@ -201,8 +212,9 @@ int wgmma_layout_check(Context& ctx, uint64_t seed) {
   return -1;
 }
 
-void record_peak(Context& ctx, const std::string& name, const std::string& description, double flops,
-                 std::vector<double> times, bool check_passed, std::map<std::string, double> params) {
+void record_peak(Context& ctx, const std::string& name, const std::string& description,
+                 double flops, std::vector<double> times, bool check_passed,
+                 std::map<std::string, double> params) {
   Series s;
   s.name = name;
   s.work_unit = "flops";
@@ -221,7 +233,8 @@ void record_peak(Context& ctx, const std::string& name, const std::string& descr
 }  // namespace
 
 void measure_tensor_peaks(Context& ctx) {
-  if (ctx.cc() < 80) throw std::runtime_error("tensor peaks: mma.sync bf16 needs compute capability 8.0+");
+  if (ctx.cc() < 80)
+    throw std::runtime_error("tensor peaks: mma.sync bf16 needs compute capability 8.0+");
   // ---- mma.sync bf16
   {
     ctx.progress("tensor: mma.sync m16n8k16 bf16 peak");
@@ -240,7 +253,8 @@ void measure_tensor_peaks(Context& ctx) {
     const double flops = 2.0 * 16 * 8 * 16 * kMmaAccumulators * static_cast<double>(iters) *
                          (static_cast<double>(blocks) * threads / 32);
     record_peak(ctx, "tensor.mma_sync.bf16",
-                "mma.sync.m16n8k16 bf16->fp32, 8 independent accumulators per warp, 8 warps x 2 blocks per SM; "
+                "mma.sync.m16n8k16 bf16->fp32, 8 independent accumulators per warp, 8 warps x 2 "
+                "blocks per SM; "
                 "check: one tile against the host",
                 flops, std::move(times), ok && std::isfinite(sample),
                 {{"blocks", blocks}, {"threads", threads}, {"iters", iters}});
@@ -248,8 +262,9 @@ void measure_tensor_peaks(Context& ctx) {
   }
   // ---- wgmma (Hopper, sm_90a build)
   if (ctx.cc() != 90) {
-    ctx.raw.errors.push_back("tensor.wgmma: skipped (needs compute capability 9.0, this device is " +
-                             std::to_string(ctx.prop.major) + "." + std::to_string(ctx.prop.minor) + ")");
+    ctx.raw.errors.push_back(
+        "tensor.wgmma: skipped (needs compute capability 9.0, this device is " +
+        std::to_string(ctx.prop.major) + "." + std::to_string(ctx.prop.minor) + ")");
     return;
   }
   for (const bool fp8 : {false, true}) {
@@ -258,7 +273,8 @@ void measure_tensor_peaks(Context& ctx) {
     const int variant = fp8 ? wgmma_layout_check<__nv_fp8_e4m3, true>(ctx, 411)
                             : wgmma_layout_check<__nv_bfloat16, false>(ctx, 421);
     if (variant == -2) {
-      ctx.raw.errors.push_back(name + ": wgmma was not compiled for this device (build for sm_90a)");
+      ctx.raw.errors.push_back(name +
+                               ": wgmma was not compiled for this device (build for sm_90a)");
       continue;
     }
     const int threads = 128;
@@ -268,15 +284,19 @@ void measure_tensor_peaks(Context& ctx) {
     DeviceBuffer<float> out(static_cast<size_t>(blocks) * threads);
     DeviceBuffer<int> ran(1);
     if (fp8) {
-      fill_random(reinterpret_cast<__nv_fp8_e4m3*>(in.get()), in.size(), 431, -1.0f, 1.0f, ctx.stream);
+      fill_random(reinterpret_cast<__nv_fp8_e4m3*>(in.get()), in.size(), 431, -1.0f, 1.0f,
+                  ctx.stream);
     } else {
-      fill_random(reinterpret_cast<__nv_bfloat16*>(in.get()), in.size() / 2, 432, -1.0f, 1.0f, ctx.stream);
+      fill_random(reinterpret_cast<__nv_bfloat16*>(in.get()), in.size() / 2, 432, -1.0f, 1.0f,
+                  ctx.stream);
     }
     auto times = time_repeats(ctx.stream, ctx.warmup(), ctx.repeats(), [&](int) {
       if (fp8) {
-        wgmma_peak_kernel<true><<<blocks, threads, 0, ctx.stream>>>(iters, in.get(), out.get(), ran.get());
+        wgmma_peak_kernel<true>
+            <<<blocks, threads, 0, ctx.stream>>>(iters, in.get(), out.get(), ran.get());
       } else {
-        wgmma_peak_kernel<false><<<blocks, threads, 0, ctx.stream>>>(iters, in.get(), out.get(), ran.get());
+        wgmma_peak_kernel<false>
+            <<<blocks, threads, 0, ctx.stream>>>(iters, in.get(), out.get(), ran.get());
       }
       PODSIM_CUDA_CHECK_LAUNCH();
     });
@@ -284,15 +304,20 @@ void measure_tensor_peaks(Context& ctx) {
     const double flops_per_op = 2.0 * 64 * 128 * (fp8 ? 32 : 16);
     const double flops = flops_per_op * 8 * static_cast<double>(iters) * blocks;
     const bool ok = variant >= 0 && std::isfinite(sample);
-    record_peak(ctx, name,
-                std::string("wgmma.mma_async m64n128k") + (fp8 ? "32 e4m3" : "16 bf16") +
-                    "->fp32 from shared memory (no swizzle), 8 per commit group, 4 warpgroups per SM; "
-                    "check: one tile against the host",
-                flops, std::move(times), ok,
-                {{"blocks", blocks}, {"threads", threads}, {"iters", iters}, {"descriptor_variant", variant}});
+    record_peak(
+        ctx, name,
+        std::string("wgmma.mma_async m64n128k") + (fp8 ? "32 e4m3" : "16 bf16") +
+            "->fp32 from shared memory (no swizzle), 8 per commit group, 4 warpgroups per SM; "
+            "check: one tile against the host",
+        flops, std::move(times), ok,
+        {{"blocks", blocks},
+         {"threads", threads},
+         {"iters", iters},
+         {"descriptor_variant", variant}});
     if (variant < 0) {
-      ctx.raw.errors.push_back(name + ": layout check failed for both descriptor conventions; "
-                                      "the rate is instruction throughput only");
+      ctx.raw.errors.push_back(name +
+                               ": layout check failed for both descriptor conventions; "
+                               "the rate is instruction throughput only");
     }
   }
 }

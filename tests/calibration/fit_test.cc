@@ -1,10 +1,10 @@
 #include "calibration/fit.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "calibration/levenberg_marquardt.h"
 
@@ -88,7 +88,8 @@ TEST(Saturating, RecoversPlateauAndHalfPoint) {
   EXPECT_NEAR(fit.param("y_max"), 0.62, 0.03);
   EXPECT_NEAR(fit.param("x_half"), 900.0, 120.0);
   EXPECT_LT(fit.rms_rel_error, 0.04);
-  EXPECT_NEAR(evaluate_saturating(fit, 900.0), fit.param("y_max") * 900.0 / (900.0 + fit.param("x_half")), 1e-12);
+  EXPECT_NEAR(evaluate_saturating(fit, 900.0),
+              fit.param("y_max") * 900.0 / (900.0 + fit.param("x_half")), 1e-12);
 }
 
 TEST(Saturating, RejectsNonPositiveValues) {
@@ -170,7 +171,8 @@ TEST(LevenbergMarquardt, AnalyticJacobianMatchesNumericOnExponentialFit) {
   }
   const ResidualFunction r = [&](const Eigen::VectorXd& p) {
     Eigen::VectorXd v(static_cast<Eigen::Index>(t.size()));
-    for (size_t i = 0; i < t.size(); ++i) v[static_cast<Eigen::Index>(i)] = p[0] * std::exp(-p[1] * t[i]) - y[i];
+    for (size_t i = 0; i < t.size(); ++i)
+      v[static_cast<Eigen::Index>(i)] = p[0] * std::exp(-p[1] * t[i]) - y[i];
     return v;
   };
   const JacobianFunction jac = [&](const Eigen::VectorXd& p) {

@@ -1,12 +1,12 @@
 #include "calibration/profile.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "calibration/datasheet.h"
 #include "calibration/summary.h"
@@ -101,7 +101,8 @@ RawMeasurements synthetic_run() {
     Point p;
     p.params["working_set_bytes"] = mib * 1024 * 1024;
     p.work = 1e10;
-    p.times_s = repeats(p.work / (mib <= 16 ? 8e12 : (mib >= 128 ? 4e12 : (mib <= 32 ? 7e12 : 5e12))));
+    p.times_s =
+        repeats(p.work / (mib <= 16 ? 8e12 : (mib >= 128 ? 4e12 : (mib <= 32 ? 7e12 : 5e12))));
     l2.points.push_back(p);
   }
   raw.series.push_back(l2);
@@ -175,7 +176,8 @@ TEST(BuildProfile, NonFiniteNumbersAreDroppedSoTheProfileStillWrites) {
   EXPECT_EQ(p.raw.series[0].points[0].times_s.size(), 3u);
   EXPECT_FALSE(p.raw.series[0].points[0].check_passed);
   bool said = false;
-  for (const std::string& e : p.errors) said = said || e.find("non-finite samples dropped") != std::string::npos;
+  for (const std::string& e : p.errors)
+    said = said || e.find("non-finite samples dropped") != std::string::npos;
   EXPECT_TRUE(said);
   // And it round-trips.
   EXPECT_EQ(profile_to_json(profile_from_json(profile_to_json(p), "x")), profile_to_json(p));
@@ -183,10 +185,12 @@ TEST(BuildProfile, NonFiniteNumbersAreDroppedSoTheProfileStillWrites) {
 
 class TempFile {
  public:
-  TempFile() : path_((std::filesystem::temp_directory_path() /
-                      ("podsim_profile_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
-                         .string()) {}
+  TempFile()
+      : path_((std::filesystem::temp_directory_path() /
+               ("podsim_profile_test_" +
+                std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
+                  .string()) {}
   ~TempFile() { std::filesystem::remove(path_); }
   const std::string& path() const { return path_; }
 
@@ -236,14 +240,16 @@ TEST(ProfileJson, RejectsOtherSchemasAndVersionsWithAFix) {
   std::string newer = text;
   newer.replace(newer.find(v1), v1.size(), "\"schema_version\": 2");
   const std::string e_new = error_of(newer);
-  EXPECT_NE(e_new.find("prof.json: $.schema_version: written by a newer podsim"), std::string::npos) << e_new;
+  EXPECT_NE(e_new.find("prof.json: $.schema_version: written by a newer podsim"), std::string::npos)
+      << e_new;
   EXPECT_NE(e_new.find("update podsim"), std::string::npos) << e_new;
   std::string older = text;
   older.replace(older.find(v1), v1.size(), "\"schema_version\": 0");
   EXPECT_NE(error_of(older).find("older podsim"), std::string::npos);
 
   const std::string e_schema = error_of("{\"schema\": \"something.else\"}");
-  EXPECT_NE(e_schema.find("$.schema: not a podsim calibration profile"), std::string::npos) << e_schema;
+  EXPECT_NE(e_schema.find("$.schema: not a podsim calibration profile"), std::string::npos)
+      << e_schema;
   EXPECT_NE(error_of("{ nope").find("prof.json: not valid JSON"), std::string::npos);
 }
 
@@ -253,7 +259,9 @@ TEST(ProfileJson, NamesTheJsonPathOfABadField) {
   ASSERT_NE(text.find(key), std::string::npos);
   text.replace(text.find(key), key.size(), "\"sm_count\": \"many\"");
   const std::string e = error_of(text);
-  EXPECT_NE(e.find("prof.json: $.provenance.sm_count: expected an integer, found string"), std::string::npos) << e;
+  EXPECT_NE(e.find("prof.json: $.provenance.sm_count: expected an integer, found string"),
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("podsim calibrate --out FILE"), std::string::npos) << e;
 
   std::string no_fits = valid_text();

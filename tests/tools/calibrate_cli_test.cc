@@ -1,13 +1,12 @@
 // `podsim calibrate` as a user runs it. This machine (and CI) has no GPU, and
 // the asan preset builds without CUDA: both must give exit 3 and one sentence.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -53,6 +52,13 @@ TEST(CalibrateCli, BadDeviceNumberIsAUsageError) {
   const CommandResult r = run_podsim("calibrate --device minus-one");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("--device needs a device number"), std::string::npos) << r.output;
+}
+
+TEST(CalibrateCli, MissingOutputDirectoryIsRefusedBeforeMeasuring) {
+  const CommandResult r = run_podsim("calibrate --out /nonexistent-podsim-dir/profile.json");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("directory '/nonexistent-podsim-dir' does not exist"), std::string::npos)
+      << r.output;
 }
 
 TEST(CalibrateCli, HelpDescribesTheCommandAndExitsZero) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -37,7 +38,8 @@ constexpr const char* kUsage =
     "  and writes the profile. Takes under 3 minutes on one H200 (--quick: about a third).\n"
     "  --out FILE   where to write the profile (default: podsim-profile.json)\n"
     "  --quick      reduced sweeps\n"
-    "  --json       print the profile on standard output (the summary then goes to standard error)\n"
+    "  --json       print the profile on standard output (the summary then goes to standard "
+    "error)\n"
     "  --device N   the CUDA device to measure (default 0)\n"
     "Exit status: 0 written; 4 written, but some benchmarks failed or were skipped;\n"
     "3 no CUDA device; 2 bad usage; 1 the profile could not be written.\n";
@@ -91,6 +93,14 @@ int parse(int argc, char** argv, Options& o) {
     std::cerr << "podsim calibrate: --out needs a file name\n";
     return kExitUsage;
   }
+  // Found out now, not after minutes of measuring.
+  const std::filesystem::path dir = std::filesystem::path(o.out).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    std::cerr << "podsim calibrate: cannot write " << o.out << ": directory '" << dir.string()
+              << "' does not exist; create it or pass another --out\n";
+    return kExitUsage;
+  }
   return -1;
 }
 
@@ -102,8 +112,9 @@ int run_calibrate_command(int argc, char** argv) {
   if (parsed >= 0) return parsed;
 
 #if !PODSIM_HAVE_CUDA
-  std::cerr << "no CUDA device: this podsim was built without CUDA support (nvcc was not found when it was "
-               "configured)\n";
+  std::cerr << "no CUDA device: this podsim was built without CUDA support (nvcc was not found "
+               "when it was "
+               "PODSIM_ENABLE_CUDA was OFF, when it was configured)\n";
   return kExitNoDevice;
 #else
   const std::string reason = calibration::gpu::device_unavailable_reason();
@@ -121,7 +132,8 @@ int run_calibrate_command(int argc, char** argv) {
   run.podsim_version = PODSIM_VERSION;
   const auto start = std::chrono::steady_clock::now();
   run.progress = [start](const std::string& line) {
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char stamp[32];
     std::snprintf(stamp, sizeof stamp, "[%6.1f s] ", t);
     std::cerr << stamp << line << "\n";

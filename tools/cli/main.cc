@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
     std::cerr << "usage: podsim <run|validate|presets|describe|collective|calibrate> [options]\n";
     return 2;
   }
-  if (std::string_view(argv[1]) == "calibrate") return podsim::tools::run_calibrate_command(argc - 1, argv + 1);
+  if (std::string_view(argv[1]) == "calibrate")
+    return podsim::tools::run_calibrate_command(argc - 1, argv + 1);
   std::cerr << "podsim: subcommands are not built yet\n";
   return 2;
 }
