@@ -112,9 +112,8 @@ int run_calibrate_command(int argc, char** argv) {
   if (parsed >= 0) return parsed;
 
 #if !PODSIM_HAVE_CUDA
-  std::cerr << "no CUDA device: this podsim was built without CUDA support (nvcc was not found "
-               "when it was "
-               "PODSIM_ENABLE_CUDA was OFF, when it was configured)\n";
+  std::cerr << "no CUDA device: this podsim was built without CUDA support (nvcc was not found, "
+               "or PODSIM_ENABLE_CUDA was OFF, when it was configured)\n";
   return kExitNoDevice;
 #else
   const std::string reason = calibration::gpu::device_unavailable_reason();
