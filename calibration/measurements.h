@@ -65,8 +65,10 @@ struct RawMeasurements {
   std::vector<Series> series;
   /// Single measured numbers (e.g. "fp32.flops_per_s", "tensor.bf16_mma_sync.flops_per_s").
   std::map<std::string, double> scalars;
-  /// Benchmarks that failed or were skipped, as "section: reason".
+  /// Benchmarks that failed, as "section: reason".
   std::vector<std::string> errors;
+  /// Benchmarks this machine cannot run (one GPU, no wgmma, ...), as "section: reason".
+  std::vector<std::string> skipped;
 
   /// The series of that name, or nullptr.
   const Series* find(const std::string& name) const;

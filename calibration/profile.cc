@@ -505,8 +505,10 @@ std::string profile_to_json(const Profile& profile) {
   for (const auto& [k, v] : profile.raw.scalars) scalars[k] = finite_or_throw(v, "scalar " + k);
   json series = json::array();
   for (const Series& s : profile.raw.series) series.push_back(to_json(s));
-  j["measurements"] =
-      json{{"scalars", scalars}, {"series", series}, {"errors", profile.raw.errors}};
+  j["measurements"] = json{{"scalars", scalars},
+                           {"series", series},
+                           {"errors", profile.raw.errors},
+                           {"skipped", profile.raw.skipped}};
   j["errors"] = profile.errors;
   return j.dump(2) + "\n";
 }
@@ -560,6 +562,8 @@ Profile profile_from_json(std::string_view text, std::string_view origin) {
         series_from(r, series[i], "$.measurements.series[" + std::to_string(i) + "]"));
   }
   p.raw.errors = strings_from(r, r.member(m, "$.measurements", "errors"), "$.measurements.errors");
+  p.raw.skipped =
+      strings_from(r, r.member(m, "$.measurements", "skipped"), "$.measurements.skipped");
   p.errors = strings_from(r, r.member(j, "$", "errors"), "$.errors");
   return p;
 }

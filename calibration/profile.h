@@ -40,6 +40,8 @@ struct Profile {
   /// Fits by name ("hbm.triad", "gemm.bf16", "attention.fwd", ...).
   std::map<std::string, Fit> fits;
   /// Problems met while measuring or fitting (raw.errors plus fit failures).
+  /// Empty: everything that ran was measured, checked and fitted (what this
+  /// machine cannot run is in raw.skipped, not here).
   std::vector<std::string> errors;
 
   const Fit* find_fit(const std::string& name) const;

@@ -164,8 +164,8 @@ timeout --signal=INT --kill-after=20 "${PODSIM_CALIBRATE_TIMEOUT:-420}" \
 status=$?
 sleep 1  # let tee finish
 case $status in
-  0) verdict="profile written, every benchmark passed" ;;
-  4) verdict="profile written; some benchmarks failed or were skipped (see 'problem:' lines)" ;;
+  0) verdict="profile written, every benchmark that can run here passed" ;;
+  4) verdict="profile written; some benchmarks failed (see 'problem:' lines)" ;;
   3) verdict="no CUDA device" ;;
   124 | 130 | 137) verdict="timed out; the profile holds the sections finished before that" ;;
   *) verdict="failed (see $OUT/calibrate.log)" ;;

@@ -141,6 +141,7 @@ std::string format_summary(const Profile& profile, const std::optional<Datasheet
       out << " " << name << " " << fixed(100.0 * fit.rms_rel_error, 1) << "%";
     out << "\n";
   }
+  for (const std::string& e : profile.raw.skipped) out << "skipped: " << e << "\n";
   for (const std::string& e : profile.errors) out << "problem: " << e << "\n";
   return out.str();
 }

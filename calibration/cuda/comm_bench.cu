@@ -59,7 +59,7 @@ void measure_p2p(Context& ctx) {
   PODSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
   PODSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
   if (!can01 || !can10) {
-    ctx.raw.errors.push_back(
+    ctx.raw.skipped.push_back(
         "p2p: GPU 0 and GPU 1 cannot access each other (no NVLink/PCIe peer path); skipped");
     return;
   }
@@ -302,7 +302,7 @@ void measure_multi_gpu(Context& ctx) {
   int n = 0;
   PODSIM_CUDA_CHECK(cudaGetDeviceCount(&n));
   if (n < 2) {
-    ctx.raw.errors.push_back(
+    ctx.raw.skipped.push_back(
         "multi-gpu: skipped (p2p and NCCL need 2 or more GPUs; this machine has " +
         std::to_string(n) + ")");
     return;
@@ -311,7 +311,7 @@ void measure_multi_gpu(Context& ctx) {
 #if PODSIM_HAVE_NCCL
   measure_nccl(ctx, n);
 #else
-  ctx.raw.errors.push_back("nccl: skipped (podsim was built without NCCL)");
+  ctx.raw.skipped.push_back("nccl: skipped (podsim was built without NCCL)");
 #endif
 }
 

@@ -176,7 +176,7 @@ void measure_gemm(Context& ctx) {
 
   for (const GemmType& type : types) {
     if (ctx.cc() < type.min_cc) {
-      ctx.raw.errors.push_back(
+      ctx.raw.skipped.push_back(
           std::string("gemm.") + type.name + ": skipped (needs compute capability " +
           std::to_string(type.min_cc / 10) + "." + std::to_string(type.min_cc % 10) + ")");
       continue;

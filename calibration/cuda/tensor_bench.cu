@@ -262,7 +262,7 @@ void measure_tensor_peaks(Context& ctx) {
   }
   // ---- wgmma (Hopper, sm_90a build)
   if (ctx.cc() != 90) {
-    ctx.raw.errors.push_back(
+    ctx.raw.skipped.push_back(
         "tensor.wgmma: skipped (needs compute capability 9.0, this device is " +
         std::to_string(ctx.prop.major) + "." + std::to_string(ctx.prop.minor) + ")");
     return;

@@ -201,6 +201,7 @@ class TempFile {
 TEST(ProfileJson, RoundTripsEveryFieldAndIsByteStable) {
   RawMeasurements raw = synthetic_run();
   raw.errors.push_back("p2p: 1 GPU");
+  raw.skipped.push_back("multi-gpu: 1 GPU");
   raw.series[0].points[0].check_passed = false;
   raw.provenance.nccl_version = "2.27.7";
   raw.provenance.quick = true;
@@ -218,6 +219,7 @@ TEST(ProfileJson, RoundTripsEveryFieldAndIsByteStable) {
   EXPECT_EQ(q.fits.at("gemm.bf16").params, p.fits.at("gemm.bf16").params);
   EXPECT_EQ(q.errors, p.errors);
   EXPECT_EQ(q.raw.errors, p.raw.errors);
+  EXPECT_EQ(q.raw.skipped, std::vector<std::string>{"multi-gpu: 1 GPU"});
   // Same profile, same bytes: building twice gives identical text.
   EXPECT_EQ(profile_to_json(build_profile(raw, find_datasheet("NVIDIA H200"))), profile_to_json(p));
 }

@@ -41,7 +41,7 @@ constexpr const char* kUsage =
     "  --json       print the profile on standard output (the summary then goes to standard "
     "error)\n"
     "  --device N   the CUDA device to measure (default 0)\n"
-    "Exit status: 0 written; 4 written, but some benchmarks failed or were skipped;\n"
+    "Exit status: 0 written; 4 written, but some benchmarks failed (see 'problem:' lines);\n"
     "3 no CUDA device; 2 bad usage; 1 the profile could not be written.\n";
 
 struct Options {
