@@ -165,10 +165,8 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int ks = 0; ks < kFwdBc / 16; ++ks) {
       // The S accumulators of two adjacent 8-key tiles are the A fragment of a 16-key step.
-      const uint32_t a[4] = {pack_bf16(sc[2 * ks][0], sc[2 * ks][1]),
-                             pack_bf16(sc[2 * ks][2], sc[2 * ks][3]),
-                             pack_bf16(sc[2 * ks + 1][0], sc[2 * ks + 1][1]),
-                             pack_bf16(sc[2 * ks + 1][2], sc[2 * ks + 1][3])};
+      uint32_t a[4];
+      accumulators_to_a(sc[2 * ks], sc[2 * ks + 1], a);
 #pragma unroll
       for (int nt = 0; nt < kD / 8; ++nt) {
         const bf16* p = s_vt + (nt * 8 + g) * kFwdVtStride + ks * 16 + 2 * t;
@@ -322,14 +320,10 @@ __global__ void __launch_bounds__(128)
       // dV_w += P^T dO and dK_w += dS^T Q (k = the 32 queries).
 #pragma unroll
       for (int ks = 0; ks < kBwdBr / 16; ++ks) {
-        const uint32_t pa[4] = {pack_bf16(st[2 * ks][0], st[2 * ks][1]),
-                                pack_bf16(st[2 * ks][2], st[2 * ks][3]),
-                                pack_bf16(st[2 * ks + 1][0], st[2 * ks + 1][1]),
-                                pack_bf16(st[2 * ks + 1][2], st[2 * ks + 1][3])};
-        const uint32_t sa[4] = {pack_bf16(dpt[2 * ks][0], dpt[2 * ks][1]),
-                                pack_bf16(dpt[2 * ks][2], dpt[2 * ks][3]),
-                                pack_bf16(dpt[2 * ks + 1][0], dpt[2 * ks + 1][1]),
-                                pack_bf16(dpt[2 * ks + 1][2], dpt[2 * ks + 1][3])};
+        uint32_t pa[4];
+        accumulators_to_a(st[2 * ks], st[2 * ks + 1], pa);
+        uint32_t sa[4];
+        accumulators_to_a(dpt[2 * ks], dpt[2 * ks + 1], sa);
 #pragma unroll
         for (int nt = 0; nt < kD / 8; ++nt) {
           const bf16* pd = s_dot + (nt * 8 + g) * kQtStride + ks * 16 + 2 * t;

@@ -231,6 +231,19 @@ struct Context {
   double l2_bytes() const { return static_cast<double>(prop.l2CacheSize); }
 };
 
+/// An empty bandwidth-by-size series (fit alpha_beta) whose kernels are timed
+/// back to back over rotating buffer sets.
+inline Series rotating_bandwidth_series(const std::string& name, const std::string& description) {
+  Series s;
+  s.name = name;
+  s.work_unit = "bytes";
+  s.description = description;
+  s.attributes = {
+      {"fit", "alpha_beta"},
+      {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
+  return s;
+}
+
 /// n rounded up to a multiple of m.
 inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 

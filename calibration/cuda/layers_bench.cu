@@ -191,13 +191,7 @@ void measure_layers(Context& ctx) {
   for (int li = 0; li < 4; ++li) {
     const Layer layer = static_cast<Layer>(li);
     const int arrays = (layer == Layer::kRmsNorm || layer == Layer::kSoftmax) ? 2 : 3;
-    Series s;
-    s.name = names[li];
-    s.work_unit = "bytes";
-    s.description = desc[li];
-    s.attributes = {
-        {"fit", "alpha_beta"},
-        {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
+    Series s = rotating_bandwidth_series(names[li], desc[li]);
     for (size_t total = mib; total <= max_total; total *= ctx.options.quick ? 4 : 2) {
       const size_t elems = round_up(total / arrays / sizeof(bf16), kWidth);  // elements per array
       const size_t rows = elems / kWidth;

@@ -114,13 +114,7 @@ void measure_hbm(Context& ctx) {
       "b[i] = q * a[i], fp32, 16-byte vector accesses; work = bytes read + written",
       "a[i] = b[i] + q * c[i], fp32, 16-byte vector accesses; work = bytes read + written"};
   for (int op = 0; op < 3; ++op) {
-    Series s;
-    s.name = names[op];
-    s.work_unit = "bytes";
-    s.description = desc[op];
-    s.attributes = {
-        {"fit", "alpha_beta"},
-        {"timing", "per kernel, launched back to back over rotating buffers (footprint >= 4x L2)"}};
+    Series s = rotating_bandwidth_series(names[op], desc[op]);
     const int arrays = op == 2 ? 3 : 2;
     for (size_t bytes = mib; bytes <= max_bytes; bytes *= 2) {
       const size_t n = bytes / sizeof(float);

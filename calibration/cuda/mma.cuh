@@ -44,4 +44,15 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
 #endif
 }
 
+/// The A fragment (16x16 bf16) formed by two adjacent 16x8 fp32 accumulator
+/// tiles, columns 0-7 in `left` and 8-15 in `right` (FlashAttention-2's
+/// register reuse: C's layout for rows g, g+8 and columns 2t, 2t+1 matches A's).
+__device__ __forceinline__ void accumulators_to_a(const float (&left)[4], const float (&right)[4],
+                                                  uint32_t (&a)[4]) {
+  a[0] = pack_bf16(left[0], left[1]);
+  a[1] = pack_bf16(left[2], left[3]);
+  a[2] = pack_bf16(right[0], right[1]);
+  a[3] = pack_bf16(right[2], right[3]);
+}
+
 }  // namespace podsim::calibration::gpu
