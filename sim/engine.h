@@ -97,6 +97,10 @@ class Engine {
   /// Optional name shown in deadlock reports.
   void set_name(ActivityId activity, std::string name);
 
+  /// Optional: pre-sizes storage for this many activities and dependencies
+  /// (a hint; building works without it).
+  void reserve(size_t activities, size_t dependencies);
+
   /// Runs every activity to completion (or until the queue empties). Call once.
   RunResult run();
 
