@@ -661,7 +661,8 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
 
 sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& fabric,
                                     const CollectivePlan& plan,
-                                    std::span<const sim::ActivityId> after, uint32_t tag) {
+                                    std::span<const sim::ActivityId> after, uint32_t tag,
+                                    const RouteHook& route_hook) {
   std::vector<sim::ActivityId> deps(after.begin(), after.end());
   sim::ActivityId last = engine.add_join(tag);
   for (sim::ActivityId d : deps) engine.add_dependency(d, last);
@@ -672,6 +673,7 @@ sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& f
     for (const Transfer& t : ph.transfers) {
       Route r = fabric.route(t.src, t.dst);
       for (sim::PathHop& h : r.hops) h.multiplicity = t.multiplicity;
+      if (route_hook) route_hook(t, r);
       // The phase latency already holds the path latency (NCCL's step
       // latencies plus the fabric's), so the flow waits exactly that.
       const sim::ActivityId a =

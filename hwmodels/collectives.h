@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -144,9 +145,14 @@ std::vector<Algorithm> available_algorithms(const Fabric& fabric, CollectiveOp o
 /// Adds the plan's flows to `engine` after `after`: per phase a start join,
 /// one flow per transfer (latency = the phase latency), an end join. Returns
 /// the last end join (or one join after `after` for an empty plan).
+/// `route_hook`, when set, may rewrite each transfer's engine route before
+/// its flow is added (the symmetric step simulation weighs every hop by the
+/// number of symmetric images of the transfer that cross it).
+using RouteHook = std::function<void(const Transfer&, Route&)>;
 sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& fabric,
                                     const CollectivePlan& plan,
-                                    std::span<const sim::ActivityId> after = {}, uint32_t tag = 0);
+                                    std::span<const sim::ActivityId> after = {}, uint32_t tag = 0,
+                                    const RouteHook& route_hook = {});
 
 /// A collective simulated alone on a private engine.
 struct CollectiveResult {
