@@ -149,7 +149,8 @@ class Fabric {
   int bfs_hop_count(int64_t src, int64_t dst) const;
 
   /// Adds one engine link per link that is constrained (all links when
-  /// pruning is off) and returns the mapping. The Fabric must outlive it.
+  /// pruning is off) and returns the mapping. The Fabric must outlive it and
+  /// stay where it is (the instance points at it).
   FabricInstance instantiate(sim::Engine& engine) const;
 
  private:
