@@ -314,29 +314,12 @@ class Builder {
   void dep(TaskId after, TaskId before) {
     if (after != kNoTask && before != kNoTask) edges_.emplace_back(after, before);
   }
-  Task compute(TaskKind kind, const Slot& slot, const ChunkPlan& c, const Piece& piece,
-               int32_t work_index) {
+  /// A task of this rank on `stream` covering `piece` of a chunk.
+  Task task(TaskKind kind, Stream stream, const Piece& piece, int32_t chunk, int32_t model_chunk,
+            int32_t micro_batch) const {
     Task t;
     t.rank = rank_;
     t.kind = kind;
-    t.stream = Stream::kCompute;
-    t.stage = static_cast<int32_t>(stage_);
-    t.chunk = slot.chunk;
-    t.model_chunk = static_cast<int32_t>(c.info.model_chunk);
-    t.micro_batch = slot.micro_batch;
-    t.layer_begin = static_cast<int32_t>(piece.layer_begin);
-    t.layer_end = static_cast<int32_t>(piece.layer_end);
-    t.embedding = piece.embedding;
-    t.head = piece.head;
-    t.work = work_index;
-    return t;
-  }
-  Task comm(Stream stream, CommPurpose purpose, CollectiveKind kind, Dim dim, int32_t group_index,
-            double bytes, const Piece& piece, int32_t chunk, int32_t model_chunk,
-            int32_t micro_batch) {
-    Task t;
-    t.rank = rank_;
-    t.kind = TaskKind::kComm;
     t.stream = stream;
     t.stage = static_cast<int32_t>(stage_);
     t.chunk = chunk;
@@ -346,6 +329,19 @@ class Builder {
     t.layer_end = static_cast<int32_t>(piece.layer_end);
     t.embedding = piece.embedding;
     t.head = piece.head;
+    return t;
+  }
+  Task compute(TaskKind kind, const Slot& slot, const ChunkPlan& c, const Piece& piece,
+               int32_t work_index) const {
+    Task t = task(kind, Stream::kCompute, piece, slot.chunk,
+                  static_cast<int32_t>(c.info.model_chunk), slot.micro_batch);
+    t.work = work_index;
+    return t;
+  }
+  Task comm(Stream stream, CommPurpose purpose, CollectiveKind kind, Dim dim, int32_t group_index,
+            double bytes, const Piece& piece, int32_t chunk, int32_t model_chunk,
+            int32_t micro_batch) const {
+    Task t = task(TaskKind::kComm, stream, piece, chunk, model_chunk, micro_batch);
     t.purpose = purpose;
     t.collective = kind;
     t.dim = dim;

@@ -418,6 +418,10 @@ struct MoeSizes {
   int64_t local_experts = 0;
   int64_t ffn = 0;         ///< per expert, per TP rank
   int64_t shared_ffn = 0;  ///< shared experts' total ffn per TP rank
+  int64_t experts = 0;
+  int64_t n1 = 0;           ///< first expert GEMM's columns (gate + up for SwiGLU)
+  double h = 0;             ///< hidden
+  double routed_bytes = 0;  ///< token copies this rank sends to (and gets from) the experts
 };
 MoeSizes moe_sizes(const Job& job, const RankShape& r) {
   const MoeShape& m = *job.model.moe;
@@ -428,6 +432,10 @@ MoeSizes moe_sizes(const Job& job, const RankShape& r) {
   s.rows_per_expert = (r.tokens * m.top_k + s.local_experts - 1) / s.local_experts;
   s.ffn = m.ffn_hidden / r.tp;
   s.shared_ffn = m.shared_experts * m.ffn_hidden / r.tp;
+  s.experts = m.experts;
+  s.n1 = mlp_in_columns(job, s.ffn);
+  s.h = d(r.hidden);
+  s.routed_bytes = s.routed_rows * s.h * r.e;
   return s;
 }
 
@@ -442,10 +450,8 @@ double logits_bytes(const RankShape& r, int64_t experts) {
 
 void moe_forward(const Job& job, const RankShape& r, Builder& b) {
   const MoeSizes s = moe_sizes(job, r);
-  const int64_t experts = job.model.moe->experts;
-  const double h = d(r.hidden);
-  const double routed_bytes = s.routed_rows * h * r.e;
-  const int64_t n1 = mlp_in_columns(job, s.ffn);
+  const int64_t experts = s.experts, n1 = s.n1;
+  const double h = s.h, routed_bytes = s.routed_bytes;
   // Without SP every TP rank routes the same tokens: the repeats are
   // hardware FLOPs, not model FLOPs.
   Op& router = b.gemm("moe_router", r.norm_tokens, experts, r.hidden, 1, tp_replication(r));
@@ -479,10 +485,8 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
 
 void moe_backward(const Job& job, const RankShape& r, Builder& b) {
   const MoeSizes s = moe_sizes(job, r);
-  const int64_t experts = job.model.moe->experts;
-  const double h = d(r.hidden);
-  const double routed_bytes = s.routed_rows * h * r.e;
-  const int64_t n1 = mlp_in_columns(job, s.ffn);
+  const int64_t experts = s.experts, n1 = s.n1;
+  const double h = s.h, routed_bytes = s.routed_bytes;
   const int64_t rows = s.rows_per_expert, local = s.local_experts;
   if (s.shared_ffn > 0) dense_mlp_backward(job, r, b, "moe_shared", s.shared_ffn);
   b.memory("moe_unpermute_bwd", 2 * routed_bytes + d(r.norm_tokens) * h * r.e,
