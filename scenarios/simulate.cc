@@ -146,7 +146,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 
 }  // namespace
 
-Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options) {
+Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
   const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
   if (spec.gpus > spec.cluster.total_gpus()) {
@@ -166,7 +166,8 @@ Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options
       job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
                                               : strategies::Scope::kRepresentatives);
   if (!built.schedule) return to_problems(built.problems);
-  const Schedule& schedule = *built.schedule;
+  StepDetail detail{std::move(*built.schedule), {}, {}};
+  const Schedule& schedule = detail.schedule;
 
   std::vector<Problem> problems;
   for (const auto& p : hwmodels::Fabric::validate(spec.cluster)) {
@@ -177,9 +178,10 @@ Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
   const hwmodels::CollectiveParams collectives =
       hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
-  const StepTimeline timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
+  detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
+  const StepTimeline& timeline = detail.timeline;
 
-  Report report;
+  Report& report = detail.report;
   report.scenario = spec.name;
   report.gpus = spec.gpus;
   report.simulation_mode = mode == SimulationMode::kEveryRank ? "every_rank" : "symmetric";
@@ -251,7 +253,13 @@ Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options
   if (!report.memory_fits) {
     report.warnings.push_back("does not fit: peak memory per GPU exceeds the GPU's capacity");
   }
-  return report;
+  return detail;
+}
+
+Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options) {
+  Result<StepDetail> detail = simulate_detailed(spec, options);
+  if (!detail.ok()) return detail.problems();
+  return std::move(detail.value().report);
 }
 
 }  // namespace podsim::scenarios
