@@ -37,9 +37,7 @@ enum EventKind : uint32_t {
   std::abort();
 }
 
-int64_t saturating_add(int64_t a, int64_t b) {
-  return b > kNever - a ? kNever : a + b;
-}
+int64_t saturating_add(int64_t a, int64_t b) { return b > kNever - a ? kNever : a + b; }
 
 // splitmix64's finaliser: a cheap bijective 64-bit mix.
 uint64_t mix64(uint64_t x) {
@@ -66,14 +64,15 @@ const char* kind_name(ActivityKind kind) {
 }  // namespace
 
 struct Engine::State {
-  // Activities, structure of arrays (~41 bytes each plus 4 per dependency).
+  // Activities, structure of arrays (~33 bytes each plus 4 per dependency).
   std::vector<ActivityKind> kind;
   std::vector<uint32_t> tag;
   std::vector<uint32_t> stream;
   std::vector<int64_t> param;     // delay: duration ps; flow: flow index; join: 0
   std::vector<uint32_t> pending;  // unfinished dependencies (stream order included)
-  std::vector<int64_t> start;     // sized at run()
-  std::vector<int64_t> finish;    // sized at run()
+  // Only finish times are stored: a delay started at finish - duration, a
+  // join at its finish, a flow at flow_start (which depends on rates).
+  std::vector<int64_t> finish;  // sized at run()
   // Dependencies: an edge list while building, successor CSR from run() on.
   std::vector<uint32_t> edge_from;
   std::vector<uint32_t> edge_to;
@@ -87,9 +86,10 @@ struct Engine::State {
   std::vector<uint32_t> flow_activity;
   std::vector<double> flow_bytes;
   std::vector<int64_t> flow_latency;
-  std::vector<double> remaining;    // bytes left at last_update (run-time)
+  std::vector<int64_t> flow_start;   // run-time
+  std::vector<double> remaining;     // bytes left at last_update (run-time)
   std::vector<int64_t> last_update;  // run-time
-  std::vector<uint64_t> done_seq;   // seq of the flow's live completion event
+  std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
   // The run.
   EventQueue queue;
   int64_t now = 0;
@@ -98,7 +98,8 @@ struct Engine::State {
 
   // The state of an engine that has not been moved from.
   static State& of(const std::unique_ptr<State>& state) {
-    if (!state) [[unlikely]] precondition_failed("use of a moved-from Engine");
+    if (!state) [[unlikely]]
+      precondition_failed("use of a moved-from Engine");
     return *state;
   }
 
@@ -133,7 +134,8 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
     precondition_failed("unknown stream id " + std::to_string(s.index) + " (this engine has " +
                         std::to_string(stream_last.size()) + " streams)");
   }
-  if (kind.size() >= kNone - 1) [[unlikely]] precondition_failed("more than 2^32-2 activities");
+  if (kind.size() >= kNone - 1) [[unlikely]]
+    precondition_failed("more than 2^32-2 activities");
   const auto a = static_cast<uint32_t>(kind.size());
   kind.push_back(k);
   tag.push_back(t);
@@ -179,7 +181,8 @@ ActivityId Engine::add_delay(Time duration, StreamId stream, uint32_t tag) {
   if (duration < Time::zero()) [[unlikely]] {
     precondition_failed("add_delay: negative duration " + std::to_string(duration.ps()) + " ps");
   }
-  return ActivityId{State::of(state_).add_activity(ActivityKind::kDelay, duration.ps(), stream, tag)};
+  return ActivityId{
+      State::of(state_).add_activity(ActivityKind::kDelay, duration.ps(), stream, tag)};
 }
 
 ActivityId Engine::add_flow(double bytes, std::span<const PathHop> path, Time latency,
@@ -263,7 +266,6 @@ void Engine::State::build_successors() {
 }
 
 void Engine::State::start_activity(uint32_t a) {
-  start[a] = now;
   switch (kind[a]) {
     case ActivityKind::kDelay:
       queue.push(Time::from_ps(saturating_add(now, param[a])), a, kFinish);
@@ -273,6 +275,7 @@ void Engine::State::start_activity(uint32_t a) {
       break;
     case ActivityKind::kFlow: {
       const auto flow = static_cast<uint32_t>(param[a]);
+      flow_start[flow] = now;
       const Time at = Time::from_ps(saturating_add(now, flow_latency[flow]));
       queue.push(at, a, flow_bytes[flow] > 0.0 ? kFlowActivate : kFinish);
       break;
@@ -329,9 +332,9 @@ RunResult Engine::run() {
   result.end = Time::zero();
   const size_t n = s.kind.size();
   s.build_successors();
-  s.start.assign(n, kNever);
   s.finish.assign(n, kNever);
   const size_t flows = s.flow_bytes.size();
+  s.flow_start.assign(flows, kNever);
   s.remaining.assign(flows, 0.0);
   s.last_update.assign(flows, 0);
   s.done_seq.assign(flows, kNoEvent);
@@ -435,7 +438,7 @@ void Engine::State::report_deadlock(RunResult& result) const {
   for (size_t i = 0; i < listed; ++i) {
     const uint32_t a = result.deadlocked[i].index;
     out += "  " + describe(a);
-    if (start[a] != kNever) {
+    if (kind[a] == ActivityKind::kFlow && flow_start[param[a]] != kNever) {
       out += " started but never finished";  // a flow left with no rate
     } else if (!waits[i].empty()) {
       std::vector<uint32_t>& w = waits[i];
@@ -458,7 +461,18 @@ void Engine::State::report_deadlock(RunResult& result) const {
 Time Engine::start_time(ActivityId activity) const {
   const State& s = State::of(state_);
   s.check_activity(activity, "start_time");
-  return s.start.empty() ? Time::max() : Time::from_ps(s.start[activity.index]);
+  if (s.finish.empty()) return Time::max();  // before run()
+  const uint32_t a = activity.index;
+  switch (s.kind[a]) {
+    case ActivityKind::kFlow:
+      return Time::from_ps(s.flow_start[s.param[a]]);
+    case ActivityKind::kDelay:
+      // Unfinished (or ending past Time::max()): unknown, reported as never.
+      return s.finish[a] == kNever ? Time::max() : Time::from_ps(s.finish[a] - s.param[a]);
+    case ActivityKind::kJoin:
+      break;
+  }
+  return Time::from_ps(s.finish[a]);
 }
 
 Time Engine::finish_time(ActivityId activity) const {

@@ -39,9 +39,9 @@ enum class ActivityKind : uint8_t { kDelay, kFlow, kJoin };
 
 /// What one run did.
 struct RunResult {
-  Time end;                    ///< finish time of the last activity
-  uint64_t events = 0;         ///< events processed
-  uint64_t fingerprint = 0;    ///< hash over the order and times of events
+  Time end;                  ///< finish time of the last activity
+  uint64_t events = 0;       ///< events processed
+  uint64_t fingerprint = 0;  ///< hash over the order and times of events
   /// Activities that never ran because the queue emptied first (a cycle, or a
   /// wait on something never scheduled). Empty when the run completed.
   std::vector<ActivityId> deadlocked;

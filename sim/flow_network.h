@@ -3,7 +3,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "sim/engine.h"
@@ -14,11 +13,11 @@ namespace podsim::sim {
 /// paths, and the max-min fair (progressive filling) rate solver.
 ///
 /// Flows are declared once (add_flow), join the sharing with activate() and
-/// leave it with deactivate(). solve() then recomputes the rates of the flows
-/// in the connected components (over link <-> flow incidence) touched by those
-/// changes since the previous solve, and only those, and says whose rate moved.
-/// Indices are plain uint32_t; the engine validates its callers' input, this
-/// class only checks what it needs to stay memory-safe.
+/// leave it with deactivate(). solve() then brings the rates of all active
+/// flows back to the max-min fair allocation, visiting only the links whose
+/// filling actually changes and the flows on them (see solve()), and says
+/// whose rate moved. Indices are plain uint32_t; the engine validates its
+/// callers' input, this class only checks what it needs to stay memory-safe.
 class FlowNetwork {
  public:
   /// A flow whose rate changed in the last solve(); rate() has the new one.
@@ -38,8 +37,14 @@ class FlowNetwork {
   /// True when flows joined or left since the last solve().
   bool dirty() const { return !seed_flows_.empty() || !seed_links_.empty(); }
 
-  /// Recomputes max-min fair rates in the affected components. The returned
-  /// span stays valid until the next call.
+  /// Recomputes the max-min fair rates after the joins and leaves since the
+  /// last call, by a differential progressive filling: the links that flows
+  /// joined or left are filled afresh, every other flow is predicted to keep
+  /// its rate, and a link joins the filling only when a flow on it departs
+  /// from its prediction (it freezes lower, or it passes its old rate because
+  /// none of its links is saturated there any more). The result is the same
+  /// allocation as a filling of the whole network. The returned span stays
+  /// valid until the next call.
   std::span<const RateChange> solve();
 
   double rate(uint32_t flow) const { return rate_[flow]; }
@@ -48,10 +53,13 @@ class FlowNetwork {
   size_t link_count() const { return capacity_.size(); }
   size_t flow_count() const { return cap_.size(); }
 
-  /// Size of the component the last solve() covered (for benchmarks).
-  size_t last_component_flows() const { return comp_flows_.size(); }
+  /// What the last solve() visited (for tests and benchmarks).
+  size_t last_solved_flows() const { return fill_.size(); }
+  size_t last_solved_links() const { return links_.size(); }
 
  private:
+  static constexpr uint32_t kByCap = UINT32_MAX;  // "bottleneck": the flow's own cap
+
   // One hop of a declared flow; `slot` is its position in the link's active list.
   struct Hop {
     uint32_t link;
@@ -64,16 +72,32 @@ class FlowNetwork {
     uint32_t hop;  // index into hops_, to fix `slot` when this entry moves
     uint32_t multiplicity;
   };
-  // A link's fair share in the progressive-filling heap (lazy deletion).
+  // A link's fair share in the filling's heap (lazy: a stale entry is a
+  // lower bound, refreshed when it reaches the top).
   struct ShareEntry {
     double share;
     uint32_t link;
     uint32_t version;
   };
+  // A level where a flow stops unless a link stops it first: its rate cap,
+  // or its predicted (old) rate, to be checked there.
+  struct StopEntry {
+    double level;
+    uint32_t flow;
+    uint32_t predicted;  // 1: the old rate, 0: the cap
+  };
+  enum class State : uint8_t { kRising, kPredicted, kFrozen };
 
-  void collect_component();
-  void freeze(uint32_t flow, double rate);
-  void next_round();
+  void enter_rising(uint32_t flow);
+  void enter_held(uint32_t flow, double level);
+  void open_link(uint32_t link, double level);
+  void open_links_of(uint32_t flow, double level);
+  void freeze(uint32_t flow, double rate, uint32_t bottleneck);
+  bool saturated_link_of(uint32_t flow, double level, uint32_t& link) const;
+  void push_share(uint32_t link);
+  void push_stop(double level, uint32_t flow, bool predicted);
+  void fill();
+  void commit();
 
   // Links.
   std::vector<double> capacity_;
@@ -82,27 +106,30 @@ class FlowNetwork {
   std::vector<Hop> hops_;
   std::vector<uint32_t> hop_begin_{0};  // flow f's hops: [hop_begin_[f], hop_begin_[f + 1])
   std::vector<double> cap_;
-  // Flows (state).
+  // Flows (state): the current allocation and, for each active flow, a link
+  // where it is a bottleneck flow (saturated, no flow there faster) or kByCap.
   std::vector<double> rate_;
+  std::vector<uint32_t> bottleneck_;
   std::vector<uint8_t> active_;
   // Changes since the last solve.
   std::vector<uint32_t> seed_flows_;
   std::vector<uint32_t> seed_links_;
-  // Solver scratch, reused across solves (epoch marks avoid clearing).
+
+  // Solver scratch, reused across solves; a mark equal to epoch_ means "in
+  // this solve", so nothing needs clearing.
   uint32_t epoch_ = 0;
-  uint32_t round_ = 0;
-  std::vector<uint32_t> flow_mark_;
-  std::vector<uint32_t> flow_frozen_;
-  std::vector<uint32_t> link_mark_;
-  std::vector<uint32_t> link_touched_;
+  std::vector<uint32_t> flow_mark_;  // in the filling
+  std::vector<State> state_;
+  std::vector<double> new_rate_;
+  std::vector<uint32_t> new_bottleneck_;
+  std::vector<uint32_t> link_mark_;  // open: filled afresh
   std::vector<uint32_t> link_version_;
-  std::vector<double> residual_;
-  std::vector<uint64_t> weight_;
-  std::vector<uint32_t> comp_flows_;
-  std::vector<uint32_t> comp_links_;
-  std::vector<uint32_t> touched_;
-  std::vector<ShareEntry> heap_;
-  std::vector<std::pair<double, uint32_t>> capped_;
+  std::vector<double> residual_;  // capacity left by the frozen flows
+  std::vector<uint64_t> weight_;  // multiplicity of the unfrozen flows
+  std::vector<uint32_t> fill_;
+  std::vector<uint32_t> links_;
+  std::vector<ShareEntry> shares_;
+  std::vector<StopEntry> stops_;
   std::vector<RateChange> changes_;
   size_t unfrozen_ = 0;
 };

@@ -10,9 +10,13 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/max_min_reference.h"
 
 namespace podsim::sim {
 namespace {
+
+using reference::reference_finish_s;
+using reference::RefFlow;
 
 constexpr int64_t kUs = 1'000'000;      // ps
 constexpr int64_t kMs = 1'000'000'000;  // ps
@@ -91,6 +95,24 @@ TEST(EngineFlow, FlowAfterADelayStartsWhenItEnds) {
   EXPECT_EQ(engine.start_time(send), ps(3 * kMs));
   EXPECT_EQ(engine.finish_time(send), ps(4 * kMs + 5 * kUs));
   EXPECT_EQ(engine.finish_time(compute), ps(3 * kMs));
+}
+
+TEST(EngineFlow, DependentFlowStartsWhenItsPredecessorEnds) {
+  // a then b (b waits for a) share the link with c throughout, 1 GB/s:
+  // 0-2 ms a, c at 0.5 GB/s (a done; c has 2 MB left); 2-4 ms b, c at
+  // 0.5 GB/s (b done; c has 1 MB left); then c alone: done at 5 ms.
+  Engine engine;
+  const LinkId link = engine.add_link(1 * kG);
+  const ActivityId a = engine.add_flow(1e6, path({link}), ps(0));
+  const ActivityId b = engine.add_flow(1e6, path({link}), ps(0));
+  const ActivityId c = engine.add_flow(3e6, path({link}), ps(0));
+  engine.add_dependency(a, b);
+  const RunResult result = engine.run();
+  EXPECT_EQ(engine.finish_time(a), ps(2 * kMs));
+  EXPECT_EQ(engine.start_time(b), ps(2 * kMs));
+  EXPECT_EQ(engine.finish_time(b), ps(4 * kMs));
+  EXPECT_EQ(engine.finish_time(c), ps(5 * kMs));
+  EXPECT_EQ(result.events, 6u);  // each flow: joins the sharing, completes
 }
 
 // Three links, five flows with bottlenecks on different links (all in GB/s):
@@ -206,95 +228,11 @@ TEST(EngineFlow, OversubscribedUplinkSharedByEightHosts) {
 // simulation in double-precision seconds that recomputes every rate from
 // scratch (naive water-filling over all links) at every event.
 
-struct RefFlow {
-  double bytes;
-  std::vector<std::pair<int, int>> hops;  // (link, multiplicity)
-  double cap;                             // 0: none
-  double start_s;
-};
-
-std::vector<double> naive_max_min(const std::vector<double>& capacity,
-                                  const std::vector<RefFlow>& flows,
-                                  const std::vector<int>& active) {
-  std::vector<double> rate(flows.size(), 0.0);
-  std::vector<bool> frozen(flows.size(), true);
-  for (const int f : active) frozen[f] = false;
-  size_t left = active.size();
-  while (left > 0) {
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<double> share(capacity.size(), std::numeric_limits<double>::infinity());
-    for (size_t l = 0; l < capacity.size(); ++l) {
-      double used = 0, weight = 0;
-      for (const int f : active) {
-        for (const auto& [link, m] : flows[f].hops) {
-          if (link != static_cast<int>(l)) continue;
-          if (frozen[f]) used += m * rate[f]; else weight += m;
-        }
-      }
-      if (weight > 0) share[l] = std::max(0.0, capacity[l] - used) / weight;
-      best = std::min(best, share[l]);
-    }
-    for (const int f : active) {
-      if (!frozen[f] && flows[f].cap > 0) best = std::min(best, flows[f].cap);
-    }
-    const double tie = best * (1 + 1e-12);
-    for (const int f : active) {
-      if (frozen[f]) continue;
-      bool saturated = flows[f].cap > 0 && flows[f].cap <= tie;
-      for (const auto& [link, m] : flows[f].hops) saturated = saturated || share[link] <= tie;
-      if (saturated) {
-        rate[f] = best;
-        frozen[f] = true;
-        --left;
-      }
-    }
-  }
-  return rate;
-}
-
-std::vector<double> reference_finish_s(const std::vector<double>& capacity,
-                                       const std::vector<RefFlow>& flows) {
-  std::vector<double> finish(flows.size(), -1), remaining(flows.size());
-  std::vector<bool> started(flows.size(), false);
-  std::vector<int> active;
-  double t = 0;
-  size_t done = 0;
-  while (done < flows.size()) {
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (!started[f] && flows[f].start_s <= t) {
-        started[f] = true;
-        remaining[f] = flows[f].bytes;
-        active.push_back(static_cast<int>(f));
-      }
-    }
-    const std::vector<double> rate = naive_max_min(capacity, flows, active);
-    double next = std::numeric_limits<double>::infinity();
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (!started[f]) next = std::min(next, flows[f].start_s);
-    }
-    for (const int f : active) next = std::min(next, t + remaining[f] / rate[f]);
-    const double dt = next - t;
-    t = next;
-    std::vector<int> still;
-    for (const int f : active) {
-      remaining[f] -= rate[f] * dt;
-      if (remaining[f] <= 1e-9 * flows[f].bytes) {
-        finish[f] = t;
-        ++done;
-      } else {
-        still.push_back(f);
-      }
-    }
-    active = still;
-  }
-  return finish;
-}
-
 TEST(EngineFlow, RandomScenariosMatchAGlobalFluidReference) {
   std::mt19937_64 rng(99);
   for (int scenario = 0; scenario < 40; ++scenario) {
-    std::uniform_int_distribution<int> nlinks_d(2, 7), nflows_d(2, 14), hops_d(1, 3),
-        mult_d(1, 3), cap_pick(1, 5), start_us(0, 400);
+    std::uniform_int_distribution<int> nlinks_d(2, 7), nflows_d(2, 14), hops_d(1, 3), mult_d(1, 3),
+        cap_pick(1, 5), start_us(0, 400);
     std::uniform_real_distribution<double> bytes_d(1e4, 2e6);
     std::bernoulli_distribution capped_d(0.2), multi_d(0.25);
     const int nlinks = nlinks_d(rng);
@@ -333,6 +271,31 @@ TEST(EngineFlow, RandomScenariosMatchAGlobalFluidReference) {
       EXPECT_NEAR(got, expected[f], 1e-9 * expected[f] + 100e-12)
           << "scenario " << scenario << " flow " << f;
     }
+  }
+}
+
+// 400 flows join one link 1 us apart: every join and every finish re-rates
+// all flows on it, so most completion events go stale (over 10^5 of them,
+// which the engine must skip and periodically purge from its queue). Finish
+// times must still match the global reference.
+TEST(EngineFlow, ManyReratingsMatchTheReference) {
+  Engine engine;
+  const LinkId link = engine.add_link(10 * kG);
+  std::vector<RefFlow> flows;
+  std::vector<ActivityId> ids;
+  for (int f = 0; f < 400; ++f) {
+    const int64_t start = f * kUs;
+    RefFlow flow{1e5 + 1e3 * (f % 7), {{0, 1}}, 0.0, static_cast<double>(start) * 1e-12};
+    flows.push_back(flow);
+    ids.push_back(engine.add_flow(flow.bytes, path({link}), ps(start)));
+  }
+  const RunResult result = engine.run();
+  ASSERT_TRUE(result.completed());
+  EXPECT_EQ(result.events, 800u);  // stale completions are not events
+  const std::vector<double> expected = reference_finish_s({10 * kG}, flows);
+  for (size_t f = 0; f < flows.size(); ++f) {
+    const double got = engine.finish_time(ids[f]).seconds();
+    EXPECT_NEAR(got, expected[f], 1e-9 * expected[f] + 1e-9) << "flow " << f;
   }
 }
 

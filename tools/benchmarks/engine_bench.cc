@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "sim/engine.h"
@@ -32,6 +33,21 @@ class Rng {
   uint64_t state_;
 };
 
+// Runs the engine (the caller's timing covers it); a deadlock fails the
+// benchmark rather than reporting a meaningless speed.
+RunResult run_checked(benchmark::State& state, Engine& engine) {
+  RunResult result = engine.run();
+  if (!result.completed()) state.SkipWithError("the run did not complete");
+  return result;
+}
+
+// Events per second of the last run, its event count and simulated end.
+void report_run(benchmark::State& state, const RunResult& last) {
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * last.events));
+  state.counters["events"] = static_cast<double>(last.events);
+  state.counters["sim_end_s"] = last.end.seconds();
+}
+
 // The "hold" model: a queue of N pending events; each step pops the earliest
 // and schedules one a random time later, as a simulation does. One item is
 // one event (pushed once, popped once).
@@ -46,8 +62,8 @@ void BM_EventQueueHold(benchmark::State& state) {
   }
   for (auto _ : state) {
     const Event event = queue.pop();
-    queue.push(Time::from_ps(event.time_ps + static_cast<int64_t>(rng.bits(20))),
-               event.target, event.kind);
+    queue.push(Time::from_ps(event.time_ps + static_cast<int64_t>(rng.bits(20))), event.target,
+               event.kind);
   }
   benchmark::DoNotOptimize(queue.top());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
@@ -62,8 +78,7 @@ void BM_EventQueueFillDrain(benchmark::State& state) {
   Rng rng(2);
   for (auto _ : state) {
     for (size_t i = 0; i < n; ++i) {
-      queue.push(Time::from_ps(static_cast<int64_t>(rng.bits(20))),
-                 static_cast<uint32_t>(i), 0);
+      queue.push(Time::from_ps(static_cast<int64_t>(rng.bits(20))), static_cast<uint32_t>(i), 0);
     }
     while (!queue.empty()) benchmark::DoNotOptimize(queue.pop());
   }
@@ -103,24 +118,18 @@ void build_dag(Engine& engine, uint32_t activities, uint32_t streams) {
 void BM_EngineDag(benchmark::State& state) {
   const auto activities = static_cast<uint32_t>(state.range(0));
   const bool include_build = state.range(1) != 0;
-  uint64_t events = 0;
-  double end_s = 0;
+  RunResult last;
   for (auto _ : state) {
     if (!include_build) state.PauseTiming();
     Engine engine;
     build_dag(engine, activities, 4096);
     if (!include_build) state.ResumeTiming();
-    const RunResult result = engine.run();
-    if (!result.completed()) state.SkipWithError("DAG did not complete");
-    events = result.events;
-    end_s = result.end.seconds();
+    last = run_checked(state, engine);
     if (!include_build) state.PauseTiming();  // destruction is not the run
     engine = Engine();
     if (!include_build) state.ResumeTiming();
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
-  state.counters["events"] = static_cast<double>(events);
-  state.counters["sim_end_s"] = end_s;
+  report_run(state, last);
 }
 BENCHMARK(BM_EngineDag)
     ->ArgNames({"activities", "with_build"})
@@ -140,8 +149,7 @@ void BM_FatTreeFlows(benchmark::State& state) {
   const auto group = static_cast<uint32_t>(state.range(1));
   constexpr uint32_t kHosts = 1024, kPerLeaf = 32, kLeaves = kHosts / kPerLeaf, kSpines = 16;
   constexpr double kHostBw = 12.5e9, kSpineBw = 12.5e9;
-  uint64_t events = 0;
-  double end_s = 0;
+  RunResult last;
   for (auto _ : state) {
     state.PauseTiming();
     Engine engine;
@@ -174,19 +182,90 @@ void BM_FatTreeFlows(benchmark::State& state) {
       engine.add_flow(bytes, path, start);
     }
     state.ResumeTiming();
-    const RunResult result = engine.run();
-    if (!result.completed()) state.SkipWithError("flows did not complete");
-    events = result.events;
-    end_s = result.end.seconds();
+    last = run_checked(state, engine);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
-  state.counters["events"] = static_cast<double>(events);
-  state.counters["sim_end_s"] = end_s;
+  report_run(state, last);
 }
 BENCHMARK(BM_FatTreeFlows)
     ->ArgNames({"flows", "group"})
     ->Args({10'000, 1})
-    ->Args({10'000, 100})->Args({2000, 100})
+    ->Args({10'000, 100})
+    ->Args({2000, 100})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// A ring all-reduce step on 16,384 GPUs (2,048 nodes of 8) with 8 channels:
+// every GPU sends one flow per channel to its successor in that channel's
+// ring, 131,072 concurrent flows. Within a node a flow crosses the sender's
+// NVLink egress (450 GB/s); between nodes it crosses the NIC uplink, a
+// leaf-to-spine link, a spine-to-leaf link and the NIC downlink (50 GB/s
+// NICs, 32 per leaf, 16 spines, leaf uplinks pruned 2:1). `steps` ring steps
+// run back to back (each flow waits for the previous step's flow into its
+// sender), so flows finishing at different times restart the solver often.
+void BM_RingAllReduceFlows(benchmark::State& state) {
+  const auto steps = static_cast<uint32_t>(state.range(0));
+  constexpr uint32_t kGpus = 16'384, kPerNode = 8, kChannels = 8, kPerLeaf = 32, kSpines = 16;
+  constexpr uint32_t kLeaves = kGpus / kPerLeaf;
+  constexpr double kNvlinkBw = 450e9, kNicBw = 50e9;
+  constexpr double kSpineBw = kNicBw * kPerLeaf / kSpines / 2.0;  // 2:1 pruned
+  constexpr double kBytes = 1e9 / kGpus;                          // a 1 GB buffer in 1/N chunks
+  RunResult last;
+  size_t flows = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    Engine engine;
+    std::vector<LinkId> nvlink, nic_up, nic_down, leaf_up, leaf_down;
+    for (uint32_t g = 0; g < kGpus; ++g) {
+      nvlink.push_back(engine.add_link(kNvlinkBw));
+      nic_up.push_back(engine.add_link(kNicBw));
+      nic_down.push_back(engine.add_link(kNicBw));
+    }
+    for (uint32_t i = 0; i < kLeaves * kSpines; ++i) {
+      leaf_up.push_back(engine.add_link(kSpineBw));
+      leaf_down.push_back(engine.add_link(kSpineBw));
+    }
+    // Channel c visits each node's GPUs starting at local rank c.
+    const auto ring_next = [&](uint32_t channel, uint32_t gpu) {
+      const uint32_t node = gpu / kPerNode, local = gpu % kPerNode;
+      const uint32_t last_local = (channel + kPerNode - 1) % kPerNode;
+      if (local != last_local) return node * kPerNode + (local + 1) % kPerNode;
+      return ((node + 1) % (kGpus / kPerNode)) * kPerNode + channel;
+    };
+    std::vector<ActivityId> previous(static_cast<size_t>(kGpus) * kChannels);
+    std::vector<ActivityId> current(previous.size());
+    std::vector<PathHop> path;
+    for (uint32_t step = 0; step < steps; ++step) {
+      for (uint32_t c = 0; c < kChannels; ++c) {
+        for (uint32_t g = 0; g < kGpus; ++g) {
+          const uint32_t to = ring_next(c, g);
+          path.clear();
+          if (to / kPerNode == g / kPerNode) {
+            path.push_back(PathHop{nvlink[g], 1});
+          } else {
+            const uint32_t spine = (g / kPerNode + c) % kSpines;
+            path.push_back(PathHop{nic_up[g], 1});
+            path.push_back(PathHop{leaf_up[(g / kPerLeaf) * kSpines + spine], 1});
+            path.push_back(PathHop{leaf_down[(to / kPerLeaf) * kSpines + spine], 1});
+            path.push_back(PathHop{nic_down[to], 1});
+          }
+          const ActivityId flow = engine.add_flow(kBytes, path, Time::from_ps(2'000'000));
+          current[static_cast<size_t>(c) * kGpus + to] = flow;  // what `to` receives
+          if (step > 0) engine.add_dependency(previous[static_cast<size_t>(c) * kGpus + g], flow);
+        }
+      }
+      std::swap(previous, current);
+    }
+    flows = engine.activity_count();
+    state.ResumeTiming();
+    last = run_checked(state, engine);
+  }
+  report_run(state, last);
+  state.counters["flows"] = static_cast<double>(flows);
+}
+BENCHMARK(BM_RingAllReduceFlows)
+    ->ArgNames({"steps"})
+    ->Arg(1)
+    ->Arg(4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
