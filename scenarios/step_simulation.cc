@@ -291,7 +291,11 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   out.task_cost.assign(tasks.size(), StepTimeline::kNoCost);
 
   sim::Engine engine;
-  engine.reserve(tasks.size() * 2, tasks.size() * 3);
+  // About one activity per task (compute delays and pipeline flows; the
+  // data-parallel collectives add a few joins and flows each) and one
+  // dependency per schedule edge plus one per stream predecessor.
+  engine.reserve(tasks.size() + tasks.size() / 16,
+                 schedule.deps.size() + tasks.size() + tasks.size() / 8);
   const hwmodels::FabricInstance fabric = hardware.fabric.instantiate(engine);
   Pricer pricer(schedule, hardware);
   Images images(schedule.layout, schedule.job.plan);
@@ -301,10 +305,42 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   // coincide share them.
   std::map<std::tuple<int32_t, int64_t, int64_t, int64_t>, uint32_t> cost_index;
   std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
-  std::unordered_map<int64_t, std::pair<sim::ActivityId, sim::ActivityId>> instances;
+  std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
   // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
   // buckets and pipeline transfers of a step repeat a few shapes many times.
   std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, hwmodels::CollectivePlan> plans;
+
+  auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
+    const bool p2p = task.group < 0;
+    std::vector<int64_t> members;
+    hwmodels::CollectiveOp op = collective_op(task.collective);
+    if (p2p) {
+      members = {rank, task.peer};
+      op = hwmodels::CollectiveOp::kBroadcast;
+    } else {
+      members = schedule.groups[static_cast<size_t>(task.group)].ranks;
+    }
+    const auto plan_key = std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1,
+                                          p2p ? task.peer : -1, static_cast<int>(op),
+                                          bits_of(task.bytes));
+    auto plan = plans.find(plan_key);
+    if (plan == plans.end()) {
+      plan = plans
+                 .emplace(plan_key,
+                          hwmodels::plan_collective(hardware.fabric, op, members, task.bytes,
+                                                    hwmodels::Algorithm::kAuto,
+                                                    hardware.collectives))
+                 .first;
+    }
+    hwmodels::RouteHook hook;
+    if (symmetric) {
+      hook = [&counter, members](const hwmodels::Transfer& t, hwmodels::Route& route) {
+        counter.weigh(members, t, route);
+      };
+    }
+    out.flows += plan->second.flow_count();
+    return hwmodels::add_collective(engine, fabric, plan->second, id, hook);
+  };
 
   for (size_t r = 0; r < schedule.ranks.size(); ++r) {
     const int64_t rank = schedule.ranks[r];
@@ -333,44 +369,18 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       // Communication: one set of flows per collective instance, shared by
       // the simulated members; a pipeline transfer is a broadcast from the
       // sender to its peer.
-      const bool p2p = task.group < 0;
-      const int64_t key = p2p ? -static_cast<int64_t>(id) - 1 : task.instance;
-      auto inst = instances.find(key);
-      if (inst == instances.end()) {
-        std::vector<int64_t> members;
-        hwmodels::CollectiveOp op = collective_op(task.collective);
-        if (p2p) {
-          members = {rank, task.peer};
-          op = hwmodels::CollectiveOp::kBroadcast;
-        } else {
-          members = schedule.groups[static_cast<size_t>(task.group)].ranks;
-        }
-        const auto plan_key =
-            std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
-                            static_cast<int>(op), bits_of(task.bytes));
-        auto plan = plans.find(plan_key);
-        if (plan == plans.end()) {
-          plan = plans
-                     .emplace(plan_key, hwmodels::plan_collective(hardware.fabric, op, members,
-                                                                  task.bytes,
-                                                                  hwmodels::Algorithm::kAuto,
-                                                                  hardware.collectives))
-                     .first;
-        }
-        const sim::ActivityId begin = engine.add_join(id);
-        hwmodels::RouteHook hook;
-        if (symmetric) {
-          hook = [&counter, members](const hwmodels::Transfer& t, hwmodels::Route& route) {
-            counter.weigh(members, t, route);
-          };
-        }
-        const sim::ActivityId finish =
-            hwmodels::schedule_collective(engine, fabric, plan->second, {&begin, 1}, id, hook);
-        out.flows += plan->second.flow_count();
-        inst = instances.emplace(key, std::make_pair(begin, finish)).first;
+      if (task.group < 0) {
+        const hwmodels::ScheduledCollective c = add_comm(task, rank, id);
+        start[id] = c.entry;
+        end[id] = c.exit;
+        continue;
       }
-      start[id] = inst->second.first;
-      end[id] = inst->second.second;
+      auto inst = instances.find(task.instance);
+      if (inst == instances.end()) {
+        inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+      }
+      start[id] = inst->second.entry;
+      end[id] = inst->second.exit;
     }
   }
 

@@ -21,7 +21,7 @@ namespace podsim::scenarios {
 //   on links nothing else uses at that moment), where a collective paired
 //   with a compute op (`overlap_op`) costs only what it adds beyond it.
 // - A communication task (pipeline sends, data-parallel syncs, ZeRO gathers)
-//   becomes flows on the fabric (plan_collective + schedule_collective), so
+//   becomes flows on the fabric (plan_collective + add_collective), so
 //   concurrent transfers share links max-min fairly. Every member rank of a
 //   collective waits for all simulated members before the flows start.
 // - Streams are in-order: each task also waits for the previous task of its
