@@ -1,6 +1,7 @@
 #include "hwmodels/collectives.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -659,35 +660,55 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
   return realise(best, best_proto, params, op, l, bytes);
 }
 
+ScheduledCollective add_collective(sim::Engine& engine, const FabricInstance& fabric,
+                                   const CollectivePlan& plan, uint32_t tag,
+                                   const RouteHook& route_hook) {
+  std::optional<ScheduledCollective> whole;
+  for (const Phase& ph : plan.phases) {
+    // The phase latency already holds the path latency (NCCL's step
+    // latencies plus the fabric's), so each flow waits exactly that.
+    const sim::Time latency = sim::Time::from_seconds_ceil(ph.latency_s);
+    auto add_transfer = [&](const Transfer& t) {
+      Route r = fabric.route(t.src, t.dst);
+      for (sim::PathHop& h : r.hops) h.multiplicity = t.multiplicity;
+      if (route_hook) route_hook(t, r);
+      return r.hops.empty() ? engine.add_delay(latency, sim::kNoStream, tag)
+                            : engine.add_flow(t.bytes, r.hops, latency, sim::kNoStream, tag);
+    };
+    ScheduledCollective phase;
+    if (ph.transfers.size() == 1) {
+      phase.entry = phase.exit = add_transfer(ph.transfers.front());
+    } else if (ph.transfers.empty()) {
+      phase.entry = phase.exit = engine.add_delay(latency, sim::kNoStream, tag);
+    } else {
+      phase.entry = engine.add_join(tag);
+      phase.exit = engine.add_join(tag);
+      for (const Transfer& t : ph.transfers) {
+        const sim::ActivityId a = add_transfer(t);
+        engine.add_dependency(phase.entry, a);
+        engine.add_dependency(a, phase.exit);
+      }
+    }
+    if (whole) {
+      engine.add_dependency(whole->exit, phase.entry);
+      whole->exit = phase.exit;
+    } else {
+      whole = phase;
+    }
+  }
+  if (!whole) {
+    const sim::ActivityId j = engine.add_join(tag);
+    whole = ScheduledCollective{j, j};
+  }
+  return *whole;
+}
+
 sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& fabric,
                                     const CollectivePlan& plan,
                                     std::span<const sim::ActivityId> after, uint32_t tag) {
-  std::vector<sim::ActivityId> deps(after.begin(), after.end());
-  sim::ActivityId last = engine.add_join(tag);
-  for (sim::ActivityId d : deps) engine.add_dependency(d, last);
-  for (const Phase& ph : plan.phases) {
-    const sim::ActivityId start = last;
-    const sim::ActivityId end = engine.add_join(tag);
-    const sim::Time latency = sim::Time::from_seconds_ceil(ph.latency_s);
-    for (const Transfer& t : ph.transfers) {
-      Route r = fabric.route(t.src, t.dst);
-      for (sim::PathHop& h : r.hops) h.multiplicity = t.multiplicity;
-      // The phase latency already holds the path latency (NCCL's step
-      // latencies plus the fabric's), so the flow waits exactly that.
-      const sim::ActivityId a =
-          r.hops.empty() ? engine.add_delay(latency, sim::kNoStream, tag)
-                         : engine.add_flow(t.bytes, r.hops, latency, sim::kNoStream, tag);
-      engine.add_dependency(start, a);
-      engine.add_dependency(a, end);
-    }
-    if (ph.transfers.empty()) {
-      const sim::ActivityId a = engine.add_delay(latency, sim::kNoStream, tag);
-      engine.add_dependency(start, a);
-      engine.add_dependency(a, end);
-    }
-    last = end;
-  }
-  return last;
+  const ScheduledCollective c = add_collective(engine, fabric, plan, tag);
+  for (sim::ActivityId d : after) engine.add_dependency(d, c.entry);
+  return c.exit;
 }
 
 CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,

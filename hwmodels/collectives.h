@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -141,13 +142,26 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
 std::vector<Algorithm> available_algorithms(const Fabric& fabric, CollectiveOp op,
                                             std::span<const int64_t> group);
 
-/// Adds the plan's flows to `engine` after `after`: per phase a start join,
-/// one flow per transfer (latency = the phase latency), an end join. Returns
-/// the last end join (or one join after `after` for an empty plan).
+/// `route_hook`, when set, may rewrite each transfer's engine route before
+/// its flow is added (the symmetric step simulation weighs every hop by the
+/// number of symmetric images of the transfer that cross it).
+using RouteHook = std::function<void(const Transfer&, Route&)>;
+/// The first and last activities of a collective added to an engine.
+struct ScheduledCollective {
+  sim::ActivityId entry;  ///< what must wait for the collective's predecessors
+  sim::ActivityId exit;   ///< finishes when the collective has
+};
+/// Adds the plan's flows to `engine`: per phase one flow per transfer
+/// (latency = the phase latency), phases one after the other. A phase of one
+/// transfer is that flow alone; a phase of several starts and ends with a
+/// join; an empty plan is one join.
+ScheduledCollective add_collective(sim::Engine& engine, const FabricInstance& fabric,
+                                   const CollectivePlan& plan, uint32_t tag = 0,
+                                   const RouteHook& route_hook = {});
+/// add_collective, started after `after`; returns the exit activity.
 sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& fabric,
                                     const CollectivePlan& plan,
                                     std::span<const sim::ActivityId> after = {}, uint32_t tag = 0);
-
 /// A collective simulated alone on a private engine.
 struct CollectiveResult {
   CollectivePlan plan;  ///< what ran (algorithm, protocol, phases)

@@ -231,12 +231,22 @@ class Builder {
 
   Schedule build() {
     tables_.resize(s_.ranks.size());
+    // Ranks of one stage have equal task counts, so the largest count seen
+    // so far times the ranks left bounds what is still to come: reserve that
+    // (a doubling vector would hold up to twice the tasks of a 1,000-rank job).
+    size_t most_tasks = 0, most_edges = 0;
     for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
-      s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
+      const size_t tasks_before = s_.tasks.size(), edges_before = edges_.size();
+      s_.rank_begin.push_back(static_cast<uint32_t>(tasks_before));
       build_rank(ri);
-      if (ri == 0) {  // ranks have similar task counts: reserve once
-        s_.tasks.reserve(s_.tasks.size() * s_.ranks.size() * 5 / 4);
-        edges_.reserve(edges_.size() * s_.ranks.size() * 3 / 2);
+      most_tasks = std::max(most_tasks, s_.tasks.size() - tasks_before);
+      most_edges = std::max(most_edges, edges_.size() - edges_before);
+      const size_t left = s_.ranks.size() - ri - 1;
+      if (s_.tasks.capacity() < s_.tasks.size() + most_tasks * left) {
+        s_.tasks.reserve(s_.tasks.size() + most_tasks * left);
+      }
+      if (edges_.capacity() < edges_.size() + most_edges * left) {
+        edges_.reserve(edges_.size() + most_edges * left);
       }
     }
     s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));

@@ -66,17 +66,17 @@ using TaskId = uint32_t;
 
 struct Task {
   int64_t rank = 0;
-  TaskKind kind = TaskKind::kComm;
-  Stream stream = Stream::kCompute;
   int32_t stage = 0;
   int32_t chunk = 0;         ///< virtual stage on this rank (0..v-1); -1 for step-level tasks
   int32_t model_chunk = 0;   ///< chunk * pp + stage; -1 for step-level tasks
   int32_t micro_batch = -1;  ///< -1 for step-level tasks
   int32_t layer_begin = 0;  ///< global layers [begin, end) the task covers (or whose data it moves)
   int32_t layer_end = 0;
+  int32_t work = -1;  ///< index into Schedule::works (compute tasks)
+  TaskKind kind = TaskKind::kComm;
+  Stream stream = Stream::kCompute;
   bool embedding = false;  ///< covers the embedding
   bool head = false;       ///< covers the output layer and loss
-  int32_t work = -1;       ///< index into Schedule::works (compute tasks)
 
   // Communication tasks.
   CommPurpose purpose = CommPurpose::kNone;
