@@ -1,6 +1,7 @@
 #include "scenarios/simulate.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -10,6 +11,8 @@
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
+#include "calibration/profile.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/schedule.h"
@@ -156,10 +159,20 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
                                      std::to_string(spec.cluster.total_gpus()),
                                  "add nodes to the cluster or shrink the plan"}};
   }
-  if (!options.profile_path.empty() || !spec.cluster.gpu.profile.empty()) {
-    return std::vector<Problem>{{"/cluster/gpu/profile",
-                                 "calibration profiles are not supported by this build yet",
-                                 "remove the profile to use datasheet efficiency curves"}};
+  // A calibration profile (--profile wins over the cluster's gpu.profile)
+  // replaces the datasheet efficiency curves.
+  const std::string profile_path =
+      options.profile_path.empty() ? spec.cluster.gpu.profile : options.profile_path;
+  std::optional<ProfileFit> profile_fit;
+  if (!profile_path.empty()) {
+    try {
+      profile_fit = fit_kernel_efficiency(calibration::read_profile(profile_path),
+                                          spec.cluster.gpu, profile_path);
+    } catch (const calibration::ProfileError& e) {
+      return std::vector<Problem>{
+          {options.profile_path.empty() ? "/cluster/gpu/profile" : "--profile", e.what(),
+           "give the path of a profile written by `podsim calibrate`"}};
+    }
   }
   const SimulationMode mode = options.mode.value_or(spec.mode);
   strategies::BuildResult built = strategies::build_schedule(
@@ -174,7 +187,9 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     problems.push_back({"/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
-  const hwmodels::GpuModel gpu(spec.cluster.gpu);
+  const hwmodels::GpuModel gpu =
+      profile_fit ? hwmodels::GpuModel(spec.cluster.gpu, profile_fit->efficiency)
+                  : hwmodels::GpuModel(spec.cluster.gpu);
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
   const hwmodels::CollectiveParams collectives =
       hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
@@ -188,7 +203,9 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   report.simulated_ranks = static_cast<int64_t>(schedule.ranks.size());
   report.engine_events = timeline.run.events;
   report.fingerprint = timeline.run.fingerprint;
-  report.hardware_source = std::string(hwmodels::to_string(gpu.source()));
+  report.hardware_source = profile_fit ? "profile " + profile_path
+                                        : std::string(hwmodels::to_string(gpu.source()));
+  if (profile_fit) report.calibration_notes = profile_fit->notes;
 
   // The step ends with the last task of any rank; that rank's stage is the
   // critical one (lowest rank on ties).
