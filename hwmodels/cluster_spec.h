@@ -13,6 +13,10 @@ struct ScaleUpSpec {
   double bw_bytes_per_s = 0;  ///< per GPU, per direction
   double latency_s = 0;       ///< one hop GPU -> switch -> GPU
   int domain = 0;             ///< GPUs per scale-up domain (default gpus_per_node)
+  /// Fraction of bw_bytes_per_s that payload reaches (protocol overhead):
+  /// NVLink4 ~370 of 450 GB/s through NCCL (nccl-tests #212), i.e. 0.822.
+  /// 1 = line rate. Range (0, 1].
+  double efficiency = 1.0;
 };
 
 /// One switching tier of the scale-out network, innermost first.
@@ -33,6 +37,10 @@ struct ScaleOutSpec {
   std::vector<TierSpec> tiers;
   /// NIC i of every node goes to the rail-i switch of its first tier.
   bool rail_optimized = false;
+  /// Fraction of nic_bw_bytes_per_s that payload reaches: NDR 400G gives
+  /// 46-48 of 50 GB/s through NCCL (nccl-tests #290), i.e. ~0.94. Applies to
+  /// every scale-out link. Range (0, 1].
+  double efficiency = 1.0;
 };
 
 struct ClusterSpec {

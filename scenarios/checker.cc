@@ -474,4 +474,12 @@ CheckedDocument Checker::check(const json& document, std::vector<Problem>& probl
   return std::move(walk.out);
 }
 
+CheckedDocument Checker::check_subtree(const json& node, const std::string& pattern,
+                                       std::vector<Problem>& problems) const {
+  const ScenarioHook none;
+  Walk walk{*this, problems, none, {}};
+  walk.node(node, pattern, pattern);
+  return std::move(walk.out);
+}
+
 }  // namespace podsim::scenarios

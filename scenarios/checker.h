@@ -48,6 +48,11 @@ class Checker {
   CheckedDocument check(const nlohmann::json& document, std::vector<Problem>& problems,
                         const ScenarioHook& on_scenario = {}) const;
 
+  /// Checks one declared subtree (e.g. a cluster alone at "/cluster"): the
+  /// values come back under their full paths.
+  CheckedDocument check_subtree(const nlohmann::json& node, const std::string& pattern,
+                                std::vector<Problem>& problems) const;
+
  private:
   struct Walk;
   std::span<const KeyDecl> table_;

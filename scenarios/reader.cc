@@ -55,6 +55,13 @@ class SpecBuilder {
   SpecBuilder(const CheckedDocument& doc, std::string prefix, std::vector<Problem>& problems)
       : doc_(doc), prefix_(std::move(prefix)), problems_(problems) {}
 
+  /// The cluster alone (read_cluster_json), with its own checks.
+  hwmodels::ClusterSpec build_cluster_only() {
+    hwmodels::ClusterSpec cluster;
+    build_cluster(cluster);
+    return cluster;
+  }
+
   ScenarioSpec build(const std::string& default_name) {
     ScenarioSpec spec;
     spec.name = text("/name").value_or(default_name);
@@ -207,6 +214,7 @@ class SpecBuilder {
 
     c.scale_up.bw_bytes_per_s = number("/cluster/scale_up/bandwidth").value_or(0);
     c.scale_up.latency_s = number("/cluster/scale_up/latency").value_or(0);
+    c.scale_up.efficiency = number("/cluster/scale_up/efficiency").value_or(1.0);
     std::optional<int64_t> domain =
         given("/cluster/scale_up/domain") ? integer("/cluster/scale_up/domain") : gpus_per_node_;
     c.scale_up.domain = static_cast<int>(domain.value_or(0));
@@ -229,6 +237,7 @@ class SpecBuilder {
                                                      : gpus_per_node_)
               .value_or(0));
       c.scale_out.latency_s = number("/cluster/scale_out/latency").value_or(0);
+      c.scale_out.efficiency = number("/cluster/scale_out/efficiency").value_or(1.0);
       c.scale_out.rail_optimized = flag("/cluster/scale_out/rail_optimized").value_or(false);
       build_tiers(c.scale_out);
     } else if (!given("/cluster/scale_out") && nodes_ && *nodes_ > 1) {
@@ -377,6 +386,13 @@ class SpecBuilder {
     s.options.overlap_pp = flag("/options/overlap/pp").value_or(true);
     s.options.overlap_cp = flag("/options/overlap/cp").value_or(true);
     s.options.flash_attention = flag("/options/flash_attention").value_or(true);
+    s.options.dp_bucket_params = integer("/options/dp_bucket_params").value_or(0);
+    s.options.fsdp_unit_layers = integer("/options/fsdp_unit_layers").value_or(1);
+    s.options.grad_format = text("/options/grad_format").value_or("fp32") == "bf16"
+                                ? sim::NumberFormat::kBf16
+                                : sim::NumberFormat::kFp32;
+    s.options.zero2_reduce_every_micro_batch =
+        flag("/options/zero2_reduce_every_micro_batch").value_or(true);
     s.mode = text("/options/simulation").value_or("symmetric") == "every_rank"
                  ? SimulationMode::kEveryRank
                  : SimulationMode::kSymmetric;
@@ -388,7 +404,7 @@ class SpecBuilder {
     check_tensor_parallel(s);
     check_pipeline();
     check_batch();
-    check_context();
+    check_context(s);
     check_experts(s);
     check_sharding(s);
     check_precision(s);
@@ -495,6 +511,20 @@ class SpecBuilder {
               "every chunk needs a layer: use virtual_stages <= " + num(*layers_ / *pp_));
       return;
     }
+    if (schedule_ == "interleaved_1f1b" && *pp_ > 1 && global_batch_ && micro_batch_ && dp_) {
+      const std::optional<int64_t> per_step = checked_product({*dp_, *micro_batch_});
+      if (per_step && *global_batch_ % *per_step == 0) {
+        const int64_t micro_batches = *global_batch_ / *per_step;
+        if (micro_batches % *pp_ != 0) {
+          problem("/training/global_batch",
+                  "interleaved 1F1B runs micro-batches in groups of pp=" + num(*pp_) + ", but " +
+                      "global_batch/(dp*micro_batch) = " + num(micro_batches) +
+                      " is not a multiple",
+                  "use global_batch " + nearest_multiples(*global_batch_, *per_step * *pp_) +
+                      ", or the 1f1b schedule");
+        }
+      }
+    }
     if (*layers_ % (v * *pp_) != 0) {
       warn("layers=" + num(*layers_) + " do not split evenly into pp*virtual_stages = " +
            num(v * *pp_) + " chunks: stages are uneven");
@@ -518,14 +548,21 @@ class SpecBuilder {
     }
   }
 
-  void check_context() {
+  void check_context(const ScenarioSpec& s) {
     if (!cp_ || !seq_len_ || *cp_ == 1) return;
     const int64_t cp = *cp_;
-    if (context_ == "ring") {
+    if (!s.options.flash_attention) {
+      problem("/options/flash_attention",
+              "context parallelism (cp=" + num(cp) + ") needs flash attention",
+              "set /options/flash_attention to true, or cp to 1");
+    }
+    if (context_ != "ulysses") {
+      // Ring and all-gather split each sequence into 2*cp chunks, pairing
+      // early and late chunks so the causal work is even (as Llama 3 does).
       if (*seq_len_ % (2 * cp) != 0) {
         problem("/training/seq_len",
-                "seq_len=" + num(*seq_len_) + " is not divisible by 2*cp = " + num(2 * cp) +
-                    " (ring attention splits each sequence into 2*cp chunks for load balance)",
+                "seq_len=" + num(*seq_len_) + " is not divisible by 2*cp = " + num(2 * cp) + " (" +
+                    context_ + " attention splits each sequence into 2*cp chunks for load balance)",
                 "use seq_len " + nearest_multiples(*seq_len_, 2 * cp) + ", or another cp");
       }
     } else if (*seq_len_ % cp != 0) {
@@ -584,10 +621,12 @@ class SpecBuilder {
     if (!given("/parallelism/shard_group")) return;
     const std::optional<int64_t> group = integer("/parallelism/shard_group");
     if (!group) return;
-    if (dp_ && *dp_ % *group != 0) {
+    if (dp_ && cp_ && (*dp_ * *cp_) % *group != 0) {
+      // FSDP shards over the data- and context-parallel ranks (they hold the
+      // same weights), as the schedule builds it.
       problem("/parallelism/shard_group",
-              "shard_group=" + num(*group) + " does not divide dp=" + num(*dp_),
-              "choose shard_group from " + divisors_text(*dp_));
+              "shard_group=" + num(*group) + " does not divide dp*cp = " + num(*dp_ * *cp_),
+              "choose shard_group from " + divisors_text(*dp_ * *cp_));
     }
     if (s.plan.zero == 0 && *group > 1) {
       problem("/parallelism/shard_group", "a shard group needs sharding, but zero=0",
@@ -640,6 +679,17 @@ Result<ScenarioSpec> read_scenario_json(const json& scenario, const ReadOptions&
   if (!scenario.is_object()) return problems;
   SpecBuilder builder(doc, path_prefix, problems);
   ScenarioSpec spec = builder.build(options.default_name);
+  if (!problems.empty()) return problems;
+  return spec;
+}
+
+Result<hwmodels::ClusterSpec> read_cluster_json(const json& cluster, const ReadOptions& options) {
+  const PresetLibrary& presets = options.presets ? *options.presets : builtin_presets();
+  std::vector<Problem> problems;
+  const Checker checker(scenario_keys(), presets, "");
+  const CheckedDocument doc = checker.check_subtree(cluster, "/cluster", problems);
+  SpecBuilder builder(doc, "", problems);
+  hwmodels::ClusterSpec spec = builder.build_cluster_only();
   if (!problems.empty()) return problems;
   return spec;
 }

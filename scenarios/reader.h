@@ -34,6 +34,11 @@ Result<ScenarioSpec> read_scenario_json(const nlohmann::json& scenario,
                                         const ReadOptions& options = {},
                                         const std::string& path_prefix = "");
 
+/// A cluster alone, as the "cluster" key of a scenario takes it: a preset
+/// name ("llama3-24k") or an object; problems have paths under "/cluster".
+Result<hwmodels::ClusterSpec> read_cluster_json(const nlohmann::json& cluster,
+                                                const ReadOptions& options = {});
+
 /// The built-in default scenario: Llama 3 405B on llama3-24k (16,384 GPUs,
 /// TP8 CP1 PP16 DP128, seq 8192), scenarios/examples/llama3-405b-16k.json.
 Result<ScenarioSpec> read_default_scenario();

@@ -6,6 +6,8 @@
 #include "scenarios/problem.h"
 #include "scenarios/report.h"
 #include "scenarios/spec.h"
+#include "scenarios/step_simulation.h"
+#include "strategies/schedule.h"
 
 namespace podsim::scenarios {
 
@@ -21,5 +23,14 @@ struct SimulateOptions {
 /// now (a plan the schedule cannot be built for, an unreadable profile) come
 /// back as problems with the JSON path they concern.
 Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options = {});
+
+/// The step with everything behind the report: the schedule that ran and
+/// when each of its tasks ran (for traces and timelines).
+struct StepDetail {
+  strategies::Schedule schedule;
+  StepTimeline timeline;
+  Report report;
+};
+Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options = {});
 
 }  // namespace podsim::scenarios

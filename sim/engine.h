@@ -39,9 +39,9 @@ enum class ActivityKind : uint8_t { kDelay, kFlow, kJoin };
 
 /// What one run did.
 struct RunResult {
-  Time end;                    ///< finish time of the last activity
-  uint64_t events = 0;         ///< events processed
-  uint64_t fingerprint = 0;    ///< hash over the order and times of events
+  Time end;                  ///< finish time of the last activity
+  uint64_t events = 0;       ///< events processed
+  uint64_t fingerprint = 0;  ///< hash over the order and times of events
   /// Activities that never ran because the queue emptied first (a cycle, or a
   /// wait on something never scheduled). Empty when the run completed.
   std::vector<ActivityId> deadlocked;
@@ -96,6 +96,10 @@ class Engine {
   void add_dependency(ActivityId before, ActivityId after);
   /// Optional name shown in deadlock reports.
   void set_name(ActivityId activity, std::string name);
+
+  /// Optional: pre-sizes storage for this many activities and dependencies
+  /// (a hint; building works without it).
+  void reserve(size_t activities, size_t dependencies);
 
   /// Runs every activity to completion (or until the queue empties). Call once.
   RunResult run();

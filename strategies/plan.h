@@ -35,8 +35,8 @@ struct Recompute {
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
   bool sequence_parallel = false;
-  int zero = 0;               ///< 0..3 (3 = FSDP)
-  int64_t shard_group = 0;    ///< HSDP shard group size; 0 = all of dp
+  int zero = 0;             ///< 0..3 (3 = FSDP)
+  int64_t shard_group = 0;  ///< HSDP shard group size; 0 = all of dp
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;
   ContextAlgorithm context = ContextAlgorithm::kRing;
@@ -52,6 +52,18 @@ struct ScheduleOptions {
   bool overlap_pp = true;
   bool overlap_cp = true;
   bool flash_attention = true;
+  /// Parameters per data-parallel gradient bucket; 0 = Megatron's default
+  /// max(40M, 1M x data-parallel size).
+  int64_t dp_bucket_params = 0;
+  /// Transformer layers per ZeRO-3/FSDP unit (one all-gather each).
+  int64_t fsdp_unit_layers = 1;
+  /// Format of accumulated gradients and of their data-parallel reduction
+  /// (fp32 main grads, as Megatron and torchtitan do by default).
+  sim::NumberFormat grad_format = sim::NumberFormat::kFp32;
+  /// ZeRO-2: reduce-scatter the gradients after every micro-batch (DeepSpeed;
+  /// gradients stay sharded in memory). false: once per step after the last
+  /// micro-batch, with full gradients held during accumulation.
+  bool zero2_reduce_every_micro_batch = true;
 };
 
 }  // namespace podsim::strategies

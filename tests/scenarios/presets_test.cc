@@ -118,6 +118,9 @@ TEST(Presets, ClusterTopologiesMatchTheReference) {
   EXPECT_EQ(meta.scale_out.tiers[2].oversubscription, 7.0);
   EXPECT_DOUBLE_EQ(meta.scale_up.bw_bytes_per_s, 450e9);
   EXPECT_FALSE(meta.scale_out.rail_optimized);
+  // NCCL maintainers [S40]: ~370 of 450 GB/s over NVLink4, 46-48 of 50 GB/s per 400G NIC.
+  EXPECT_NEAR(meta.scale_up.efficiency * 450, 370, 0.5);
+  EXPECT_NEAR(meta.scale_out.efficiency * 50, 47, 0.5);
 
   const hwmodels::ClusterSpec pod = with_cluster("dgx-h100-superpod").cluster;
   EXPECT_TRUE(pod.scale_out.rail_optimized);
@@ -130,6 +133,9 @@ TEST(Presets, ClusterTopologiesMatchTheReference) {
   EXPECT_DOUBLE_EQ(selene.scale_out.nic_bw_bytes_per_s, 25e9);  // HDR 200 Gb/s
   EXPECT_EQ(selene.scale_out.nics_per_node, 8);
   EXPECT_DOUBLE_EQ(selene.scale_up.bw_bytes_per_s, 300e9);
+  // 8 x A100 AllReduce busbw 231.6 GB/s [S27]; DGX A100 8 x 200G AllReduce 192 GB/s [S40].
+  EXPECT_NEAR(selene.scale_up.efficiency * 300, 231.6, 0.1);
+  EXPECT_NEAR(selene.scale_out.efficiency * 200, 192, 0.1);
   EXPECT_GE(selene.total_gpus(), 3072);  // SC21 ran up to 3,072 GPUs on it
 }
 

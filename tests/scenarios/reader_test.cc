@@ -54,6 +54,10 @@ TEST(Reader, BaseScenarioAndDefaults) {
   EXPECT_TRUE(s.options.overlap_pp);
   EXPECT_TRUE(s.options.overlap_cp);
   EXPECT_TRUE(s.options.flash_attention);
+  EXPECT_EQ(s.options.dp_bucket_params, 0);
+  EXPECT_EQ(s.options.fsdp_unit_layers, 1);
+  EXPECT_EQ(s.options.grad_format, sim::NumberFormat::kFp32);
+  EXPECT_TRUE(s.options.zero2_reduce_every_micro_batch);
   EXPECT_EQ(s.mode, SimulationMode::kSymmetric);
   EXPECT_TRUE(s.warnings.empty());
 }
@@ -118,18 +122,19 @@ TEST(Reader, FullObjectFormsWithNumbersAndUnitStrings) {
   scenario["model"] = {{"layers", 4},         {"hidden", 1024},         {"ffn_hidden", 4096},
                        {"heads", 16},         {"vocab", 32000},         {"mlp", "gelu"},
                        {"norm", "layernorm"}, {"tied_embeddings", true}};
-  scenario["cluster"] = {{"gpu",
-                          {{"peak_flops", {{"bf16", 1e15}, {"fp32", "50 TFLOP/s"}}},
-                           {"hbm", {{"capacity", 100e9}, {"bandwidth", "4 TB/s"}}},
-                           {"l2", {{"capacity", "64 MiB"}, {"bandwidth", 10e12}}},
-                           {"sms", 100},
-                           {"clock", "2 GHz"},
-                           {"launch_overhead", "3 us"}}},
-                         {"nodes", 2},
-                         {"gpus_per_node", 4},
-                         {"scale_up", {{"bandwidth", "200 GB/s"}, {"latency", 1e-6}}},
-                         {"scale_out", {{"nic_bandwidth", "100 Gb/s"}}},
-                         {"price_per_gpu_hour", 2.5}};
+  scenario["cluster"] = {
+      {"gpu",
+       {{"peak_flops", {{"bf16", 1e15}, {"fp32", "50 TFLOP/s"}}},
+        {"hbm", {{"capacity", 100e9}, {"bandwidth", "4 TB/s"}}},
+        {"l2", {{"capacity", "64 MiB"}, {"bandwidth", 10e12}}},
+        {"sms", 100},
+        {"clock", "2 GHz"},
+        {"launch_overhead", "3 us"}}},
+      {"nodes", 2},
+      {"gpus_per_node", 4},
+      {"scale_up", {{"bandwidth", "200 GB/s"}, {"latency", 1e-6}, {"efficiency", 0.5}}},
+      {"scale_out", {{"nic_bandwidth", "100 Gb/s"}}},
+      {"price_per_gpu_hour", 2.5}};
   scenario["parallelism"] = {{"dp", 8}};
   const ScenarioSpec s = read_ok(scenario);
   EXPECT_EQ(s.model.name, "custom");
@@ -146,7 +151,9 @@ TEST(Reader, FullObjectFormsWithNumbersAndUnitStrings) {
   EXPECT_DOUBLE_EQ(s.cluster.gpu.l2_capacity_bytes, 64.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(s.cluster.gpu.clock_hz, 2e9);
   EXPECT_DOUBLE_EQ(s.cluster.gpu.launch_overhead_s, 3e-6);
-  EXPECT_EQ(s.cluster.scale_up.domain, 4);          // defaults to gpus_per_node
+  EXPECT_EQ(s.cluster.scale_up.domain, 4);  // defaults to gpus_per_node
+  EXPECT_EQ(s.cluster.scale_up.efficiency, 0.5);
+  EXPECT_EQ(s.cluster.scale_out.efficiency, 1.0);   // line rate unless given
   EXPECT_EQ(s.cluster.scale_out.nics_per_node, 4);  // defaults to gpus_per_node
   EXPECT_DOUBLE_EQ(s.cluster.scale_out.nic_bw_bytes_per_s, 12.5e9);
   ASSERT_EQ(s.cluster.scale_out.tiers.size(), 1u);  // one non-blocking tier
@@ -177,8 +184,12 @@ TEST(Reader, PlanKeys) {
       {"recompute", {{"every", 4}}},
       {"order", "tp-cp-ep-pp-dp"}};
   scenario["options"] = {{"overlap", {{"tp", true}, {"dp", false}}},
-                         {"flash_attention", false},
-                         {"simulation", "every_rank"}};
+                         {"flash_attention", true},
+                         {"simulation", "every_rank"},
+                         {"dp_bucket_params", 50000000},
+                         {"fsdp_unit_layers", 2},
+                         {"grad_format", "bf16"},
+                         {"zero2_reduce_every_micro_batch", false}};
   const ScenarioSpec s = read_ok(scenario);
   EXPECT_EQ(s.gpus, 256);
   EXPECT_EQ(s.training.micro_batch, 2);
@@ -197,7 +208,11 @@ TEST(Reader, PlanKeys) {
   EXPECT_TRUE(s.options.overlap_tp);
   EXPECT_FALSE(s.options.overlap_dp);
   EXPECT_TRUE(s.options.overlap_pp);
-  EXPECT_FALSE(s.options.flash_attention);
+  EXPECT_TRUE(s.options.flash_attention);
+  EXPECT_EQ(s.options.dp_bucket_params, 50000000);
+  EXPECT_EQ(s.options.fsdp_unit_layers, 2);
+  EXPECT_EQ(s.options.grad_format, sim::NumberFormat::kBf16);
+  EXPECT_FALSE(s.options.zero2_reduce_every_micro_batch);
   EXPECT_EQ(s.mode, SimulationMode::kEveryRank);
   for (const char* mode : {"selective", "full", "none"}) {
     scenario["parallelism"]["recompute"] = mode;
@@ -324,7 +339,28 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
          s["training"]["global_batch"] = 512;
          s["cluster"]["nodes"] = 6;
        },
-       "/training/seq_len", "not divisible by cp=3"},
+       "/training/seq_len", "not divisible by 2*cp = 6"},
+      {"ulysses seq",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"cp", 4}, {"context", {{"algorithm", "ulysses"}}}};
+         s["training"]["seq_len"] = 4098;
+       },
+       "/training/seq_len", "not divisible by cp=4"},
+      {"cp flash",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"cp", 4}};
+         s["options"] = {{"flash_attention", false}};
+       },
+       "/options/flash_attention", "needs flash attention"},
+      {"interleaved groups",
+       [](json& s) {
+         s["parallelism"] = {
+             {"dp", 16},
+             {"pp", 4},
+             {"pipeline", {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 2}}}};
+         s["training"]["global_batch"] = 96;
+       },
+       "/training/global_batch", "groups of pp=4"},
       {"ulysses heads",
        [](json& s) {
          s["parallelism"] = {
@@ -363,7 +399,7 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
          s["parallelism"]["zero"] = 3;
          s["parallelism"]["shard_group"] = 48;
        },
-       "/parallelism/shard_group", "does not divide dp=64"},
+       "/parallelism/shard_group", "does not divide dp*cp = 64"},
       {"shard group zero",
        [](json& s) {
          s["parallelism"]["zero"] = 0;

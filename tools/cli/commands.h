@@ -40,6 +40,9 @@ int run_command(const std::vector<std::string>& args, CommandIo& io);
 int validate_command(const std::vector<std::string>& args, CommandIo& io);
 int presets_command(const std::vector<std::string>& args, CommandIo& io);
 int describe_command(const std::vector<std::string>& args, CommandIo& io);
+// Commands written argc/argv-style elsewhere, adapted in adapters.cc.
+int collective_command(const std::vector<std::string>& args, CommandIo& io);
+int calibrate_command(const std::vector<std::string>& args, CommandIo& io);
 
 /// Prints each problem as "podsim: <label>: /path: message (hint)".
 void print_problems(std::ostream& err, std::string_view label,

@@ -7,6 +7,10 @@
 #include <vector>
 
 #include "scenarios/suggest.h"
+
+#ifndef PODSIM_VERSION
+#define PODSIM_VERSION "unknown"
+#endif
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {
@@ -21,6 +25,9 @@ constexpr Subcommand kSubcommands[] = {
     {"presets", "list the built-in model, GPU and cluster presets", &presets_command},
     {"describe", "print every scenario key: type, unit, default, allowed values",
      &describe_command},
+    {"collective", "simulate one NCCL-style collective on a cluster preset's fabric",
+     &collective_command},
+    {"calibrate", "measure this machine's GPU and write a calibration profile", &calibrate_command},
 };
 
 void print_usage(std::ostream& out) {
@@ -35,7 +42,8 @@ void print_usage(std::ostream& out) {
   }
   out << "\n'podsim <command> --help' shows a command's options.\n"
          "Exit status: 0 ok, 1 internal error, 2 bad input (every problem on stderr), "
-         "3 no CUDA device.\n";
+         "3 no CUDA device,\n"
+         "4 calibrate: profile written but some benchmarks failed.\n";
 }
 
 int dispatch(const std::vector<std::string>& args, CommandIo& io) {
@@ -46,6 +54,10 @@ int dispatch(const std::vector<std::string>& args, CommandIo& io) {
   const std::string& name = args.front();
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(io.out);
+    return kExitOk;
+  }
+  if (name == "--version") {
+    io.out << "podsim " << PODSIM_VERSION << "\n";
     return kExitOk;
   }
   for (const Subcommand& command : kSubcommands) {

@@ -1,0 +1,587 @@
+#include "hwmodels/fabric.h"
+
+#include <algorithm>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <boost/graph/visitors.hpp>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace podsim::hwmodels {
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+// Directed graph of the fabric, compressed sparse rows (two arrays, no
+// per-edge allocation: ~150k edges for 24K GPUs); the edge property is the
+// FabricLink index.
+using Graph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, uint32_t,
+                                                 boost::no_property, uint32_t, uint32_t>;
+
+std::string format_rate(double bytes_per_s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g GB/s", bytes_per_s / 1e9);
+  return buf;
+}
+
+bool in_unit_interval(double x) { return x > 0 && x <= 1.0; }
+
+}  // namespace
+
+std::string_view to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kNvlinkUp:
+      return "nvlink_up";
+    case LinkKind::kNvlinkDown:
+      return "nvlink_down";
+    case LinkKind::kPcieUp:
+      return "pcie_up";
+    case LinkKind::kPcieDown:
+      return "pcie_down";
+    case LinkKind::kNicUp:
+      return "nic_up";
+    case LinkKind::kNicDown:
+      return "nic_down";
+    case LinkKind::kTierUp:
+      return "tier_up";
+    case LinkKind::kTierDown:
+      return "tier_down";
+  }
+  return "link";
+}
+
+struct Fabric::Impl {
+  ClusterSpec spec;
+  FabricOptions options;
+  int gpn = 0;     // GPUs per node
+  int npn = 0;     // NICs per node (0 = no scale-out built)
+  int domain = 0;  // GPUs per NVLink domain
+  int gpus_per_nic = 1;
+  int nics_per_gpu = 1;
+  int64_t gpus = 0;
+  bool has_nvlink = false;
+  bool has_network = false;
+  std::vector<int> tier_nodes;  // nodes per group, resolved (0 -> all)
+
+  std::vector<FabricVertex> vertices;
+  std::vector<FabricLink> links;
+  std::vector<uint32_t> nvl_up, nvl_down;    // per GPU
+  std::vector<uint32_t> pcie_up, pcie_down;  // per GPU-NIC attachment
+  std::vector<uint32_t> nic_up, nic_down;    // per NIC
+  std::vector<uint32_t> nic_switch;          // per NIC: first-tier switch vertex
+  std::vector<uint32_t> up_link, down_link;  // per vertex (switches), kNone at top
+  uint32_t first_nvswitch = 0, first_nic = 0;
+  std::unique_ptr<Graph> graph;
+
+  uint32_t add_vertex(FabricVertex v) {
+    vertices.push_back(v);
+    return static_cast<uint32_t>(vertices.size() - 1);
+  }
+  uint32_t add_link(uint32_t from, uint32_t to, LinkKind kind, double cap, double lat,
+                    bool constrained) {
+    links.push_back(FabricLink{from, to, kind, cap, lat, constrained});
+    return static_cast<uint32_t>(links.size() - 1);
+  }
+
+  int node_of(int64_t gpu) const { return static_cast<int>(gpu / gpn); }
+  int local_of(int64_t gpu) const { return static_cast<int>(gpu % gpn); }
+
+  // Local NIC index (rail) of a GPU's j-th NIC.
+  int local_nic(int local_gpu, int j) const {
+    if (nics_per_gpu > 1) return local_gpu * nics_per_gpu + j;
+    return local_gpu / gpus_per_nic;
+  }
+  int pick(uint64_t hash) const {
+    return static_cast<int>(hash % static_cast<uint64_t>(nics_per_gpu));
+  }
+  int64_t nic_of(int64_t gpu, uint64_t hash) const {
+    return static_cast<int64_t>(node_of(gpu)) * npn + local_nic(local_of(gpu), pick(hash));
+  }
+  uint32_t pcie_index(int64_t gpu, int j) const {
+    return static_cast<uint32_t>(gpu * nics_per_gpu + j);
+  }
+  void check_gpu(int64_t gpu) const {
+    if (gpu < 0 || gpu >= gpus) {
+      throw std::out_of_range("fabric: GPU " + std::to_string(gpu) + " is outside 0.." +
+                              std::to_string(gpus - 1));
+    }
+  }
+  FabricPath path(int64_t src, int64_t dst, uint64_t hash) const;
+};
+
+std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
+  std::vector<SpecProblem> out;
+  if (c.nodes <= 0) out.push_back({"nodes", "must be a positive number of nodes", ""});
+  if (c.gpus_per_node <= 0) {
+    out.push_back({"gpus_per_node", "must be positive", ""});
+    return out;
+  }
+  const int domain = c.scale_up.domain == 0 ? c.gpus_per_node : c.scale_up.domain;
+  if (domain < 0) {
+    out.push_back({"scale_up/domain", "must be positive", "0 means gpus_per_node"});
+    return out;
+  }
+  if (domain % c.gpus_per_node != 0 && c.gpus_per_node % domain != 0) {
+    out.push_back({"scale_up/domain",
+                   std::to_string(domain) +
+                       " GPUs per NVLink domain neither divides nor is a "
+                       "multiple of gpus_per_node=" +
+                       std::to_string(c.gpus_per_node),
+                   "use a whole number of nodes per domain (NVL72: 72 with 4 per node)"});
+  }
+  if (domain > 1) {
+    if (!(c.scale_up.bw_bytes_per_s > 0)) {
+      out.push_back({"scale_up/bandwidth", "must be positive when domains hold several GPUs", ""});
+    }
+    if (!in_unit_interval(c.scale_up.efficiency)) {
+      out.push_back({"scale_up/efficiency", "must be in (0, 1]", "1 = line rate"});
+    }
+    if (c.scale_up.latency_s < 0) out.push_back({"scale_up/latency", "must be >= 0", ""});
+  }
+  const long long gpus = c.total_gpus();
+  if (gpus <= domain) return out;  // one NVLink domain: no scale-out needed
+  const ScaleOutSpec& so = c.scale_out;
+  if (so.nics_per_node <= 0) {
+    out.push_back({"scale_out/nics_per_node",
+                   "must be positive: the GPUs span several NVLink "
+                   "domains and need a network",
+                   ""});
+    return out;
+  }
+  if (so.nics_per_node <= c.gpus_per_node ? c.gpus_per_node % so.nics_per_node != 0
+                                          : so.nics_per_node % c.gpus_per_node != 0) {
+    out.push_back({"scale_out/nics_per_node",
+                   std::to_string(so.nics_per_node) + " NICs do not split evenly over " +
+                       std::to_string(c.gpus_per_node) + " GPUs per node",
+                   "use a divisor or a multiple of gpus_per_node"});
+  }
+  if (!(so.nic_bw_bytes_per_s > 0)) {
+    out.push_back({"scale_out/nic_bandwidth", "must be positive", ""});
+  }
+  if (!in_unit_interval(so.efficiency)) {
+    out.push_back({"scale_out/efficiency", "must be in (0, 1]", "1 = line rate"});
+  }
+  if (so.latency_s < 0) out.push_back({"scale_out/latency", "must be >= 0", ""});
+  if (so.tiers.empty()) {
+    out.push_back({"scale_out/tiers", "is empty but the cluster has several NVLink domains",
+                   "add at least one tier, e.g. {\"name\": \"leaf\", \"nodes\": 0}"});
+    return out;
+  }
+  int inner = 1;
+  for (size_t t = 0; t < so.tiers.size(); ++t) {
+    const TierSpec& tier = so.tiers[t];
+    const std::string path = "scale_out/tiers/" + std::to_string(t);
+    if (tier.nodes < 0) {
+      out.push_back({path + "/nodes", "must be >= 0", "0 means all nodes"});
+      continue;
+    }
+    const int nodes = tier.nodes == 0 ? std::max(c.nodes, 1) : tier.nodes;
+    if (nodes % inner != 0 && nodes < c.nodes) {
+      out.push_back({path + "/nodes",
+                     std::to_string(nodes) +
+                         " nodes per group is not a multiple of the inner "
+                         "tier's " +
+                         std::to_string(inner),
+                     "tier groups must nest"});
+    }
+    if (!(tier.oversubscription > 0)) {
+      out.push_back({path + "/oversubscription", "must be positive", "1 = non-blocking"});
+    } else if (t == 0 && tier.oversubscription != 1.0) {
+      out.push_back({path + "/oversubscription",
+                     "the first tier's downlinks are the NIC links; oversubscription there has no "
+                     "meaning",
+                     "put the downlink:uplink ratio on the tier above (the groups below it)"});
+    }
+    inner = std::max(inner, nodes);
+  }
+  const int outer = so.tiers.back().nodes;
+  if (outer != 0 && outer < c.nodes) {
+    out.push_back({"scale_out/tiers/" + std::to_string(so.tiers.size() - 1) + "/nodes",
+                   "the outermost tier joins only " + std::to_string(outer) + " of " +
+                       std::to_string(c.nodes) + " nodes",
+                   "set it to 0 (all nodes) or add a tier above"});
+  }
+  if (so.rail_optimized && so.tiers.size() == 1 && so.nics_per_node > 1 &&
+      domain < c.gpus_per_node) {
+    out.push_back({"scale_out/rail_optimized",
+                   "rails are separate first-tier switches with no tier above and NVLink cannot "
+                   "reach a GPU on another rail (domain smaller than a node)",
+                   "add a spine tier or make scale_up.domain cover the node"});
+  }
+  return out;
+}
+
+Fabric::Fabric(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Fabric::Fabric(Fabric&&) noexcept = default;
+Fabric& Fabric::operator=(Fabric&&) noexcept = default;
+Fabric::~Fabric() = default;
+
+Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
+  const std::vector<SpecProblem> problems = validate(spec);
+  if (!problems.empty()) {
+    std::string msg = "cluster '" + spec.name + "' is not a valid fabric:";
+    for (const SpecProblem& p : problems) msg += "\n  " + p.to_string();
+    throw std::invalid_argument(msg);
+  }
+  auto m = std::make_unique<Impl>();
+  m->spec = spec;
+  m->options = options;
+  m->gpn = spec.gpus_per_node;
+  m->gpus = spec.total_gpus();
+  m->domain = spec.scale_up.domain == 0 ? spec.gpus_per_node : spec.scale_up.domain;
+  m->has_nvlink = m->domain > 1;
+  // A single NVLink domain needs no network (validate() does not check the
+  // scale-out part then, so none is built).
+  m->has_network = m->gpus > m->domain;
+  const ScaleOutSpec& so = spec.scale_out;
+  if (m->has_network) {
+    m->npn = so.nics_per_node;
+    m->gpus_per_nic = std::max(1, m->gpn / m->npn);
+    m->nics_per_gpu = std::max(1, m->npn / m->gpn);
+  }
+  const bool prune = options.prune_unconstrained;
+
+  // Vertices: GPUs first, so a GPU's vertex index is its id.
+  m->vertices.reserve(static_cast<size_t>(m->gpus) * 2);
+  for (int64_t g = 0; g < m->gpus; ++g) m->add_vertex({VertexKind::kGpu, -1, g, -1});
+  m->first_nvswitch = static_cast<uint32_t>(m->vertices.size());
+  const int64_t domains = (m->gpus + m->domain - 1) / m->domain;
+  if (m->has_nvlink) {
+    for (int64_t d = 0; d < domains; ++d) m->add_vertex({VertexKind::kNvSwitch, -1, d, -1});
+  }
+  m->first_nic = static_cast<uint32_t>(m->vertices.size());
+  const int64_t nics = m->has_network ? static_cast<int64_t>(spec.nodes) * m->npn : 0;
+  for (int64_t n = 0; n < nics; ++n) {
+    m->add_vertex({VertexKind::kNic, -1, n, static_cast<int>(n % m->npn)});
+  }
+
+  // Scale-up links.
+  const double nvl_cap = spec.scale_up.bw_bytes_per_s * spec.scale_up.efficiency;
+  const double nvl_lat = spec.scale_up.latency_s / 2;
+  if (m->has_nvlink) {
+    m->nvl_up.resize(static_cast<size_t>(m->gpus));
+    m->nvl_down.resize(static_cast<size_t>(m->gpus));
+    for (int64_t g = 0; g < m->gpus; ++g) {
+      const auto gv = static_cast<uint32_t>(g);
+      const auto sw = static_cast<uint32_t>(m->first_nvswitch + g / m->domain);
+      m->nvl_up[gv] = m->add_link(gv, sw, LinkKind::kNvlinkUp, nvl_cap, nvl_lat, true);
+      m->nvl_down[gv] = m->add_link(sw, gv, LinkKind::kNvlinkDown, nvl_cap, nvl_lat, true);
+    }
+  }
+
+  if (m->has_network) {
+    const double nic_cap = so.nic_bw_bytes_per_s * so.efficiency;
+    const double hop_lat = so.latency_s / 2;
+    // GPU <-> NIC: never a bottleneck (a NIC link carries everything of the
+    // GPUs behind it), latency inside NCCL's network step latency.
+    m->pcie_up.resize(static_cast<size_t>(m->gpus * m->nics_per_gpu));
+    m->pcie_down.resize(m->pcie_up.size());
+    for (int64_t g = 0; g < m->gpus; ++g) {
+      for (int j = 0; j < m->nics_per_gpu; ++j) {
+        const int64_t nic =
+            static_cast<int64_t>(m->node_of(g)) * m->npn + m->local_nic(m->local_of(g), j);
+        const auto nv = static_cast<uint32_t>(m->first_nic + nic);
+        const auto gv = static_cast<uint32_t>(g);
+        const uint32_t k = m->pcie_index(g, j);
+        m->pcie_up[k] = m->add_link(gv, nv, LinkKind::kPcieUp, nic_cap, 0.0, !prune);
+        m->pcie_down[k] = m->add_link(nv, gv, LinkKind::kPcieDown, nic_cap, 0.0, !prune);
+      }
+    }
+    // Tier switches, innermost first; each tier's switches get their uplink to
+    // the tier above once that tier exists.
+    const int tiers = static_cast<int>(so.tiers.size());
+    for (const TierSpec& t : so.tiers) {
+      m->tier_nodes.push_back(t.nodes == 0 ? spec.nodes : std::min(t.nodes, spec.nodes));
+    }
+    const bool rails = so.rail_optimized;
+    std::vector<std::vector<uint32_t>> tier_switch(static_cast<size_t>(tiers));
+    std::vector<double> down_cap;  // per vertex: capacity of the links below it
+    for (int t = 0; t < tiers; ++t) {
+      const int per = m->tier_nodes[static_cast<size_t>(t)];
+      const int groups = (spec.nodes + per - 1) / per;
+      const int per_group = (t == 0 && rails) ? m->npn : 1;
+      for (int g = 0; g < groups; ++g) {
+        for (int r = 0; r < per_group; ++r) {
+          tier_switch[static_cast<size_t>(t)].push_back(
+              m->add_vertex({VertexKind::kSwitch, t, g, per_group > 1 ? r : -1}));
+        }
+      }
+    }
+    m->up_link.assign(m->vertices.size(), kNone);
+    m->down_link.assign(m->vertices.size(), kNone);
+    down_cap.assign(m->vertices.size(), 0.0);
+    // NIC <-> first tier.
+    m->nic_up.resize(static_cast<size_t>(nics));
+    m->nic_down.resize(static_cast<size_t>(nics));
+    m->nic_switch.resize(static_cast<size_t>(nics));
+    const int per0 = m->tier_nodes[0];
+    for (int64_t n = 0; n < nics; ++n) {
+      const int node = static_cast<int>(n / m->npn);
+      const int rail = static_cast<int>(n % m->npn);
+      const int group = node / per0;
+      const uint32_t sw =
+          tier_switch[0][static_cast<size_t>(group * (rails ? m->npn : 1) + (rails ? rail : 0))];
+      const auto nv = static_cast<uint32_t>(m->first_nic + n);
+      m->nic_up[static_cast<size_t>(n)] =
+          m->add_link(nv, sw, LinkKind::kNicUp, nic_cap, hop_lat, true);
+      m->nic_down[static_cast<size_t>(n)] =
+          m->add_link(sw, nv, LinkKind::kNicDown, nic_cap, hop_lat, true);
+      m->nic_switch[static_cast<size_t>(n)] = sw;
+      down_cap[sw] += nic_cap;
+    }
+    // Tier t -> t+1 aggregate links: capacity = what the group can take from
+    // below / oversubscription of the tier above. With oversubscription <= 1
+    // the link carries at most what its feeders can (each flow on it crossed
+    // exactly one of them), so it can never bind: not constrained.
+    for (int t = 0; t + 1 < tiers; ++t) {
+      const int per = m->tier_nodes[static_cast<size_t>(t)];
+      const int per_up = m->tier_nodes[static_cast<size_t>(t + 1)];
+      const double os = so.tiers[static_cast<size_t>(t + 1)].oversubscription;
+      for (uint32_t sw : tier_switch[static_cast<size_t>(t)]) {
+        const FabricVertex& v = m->vertices[sw];
+        const int parent_group = static_cast<int>(v.index) * per / per_up;
+        // Tiers above the first have one (aggregate) switch per group.
+        const uint32_t parent =
+            tier_switch[static_cast<size_t>(t + 1)][static_cast<size_t>(parent_group)];
+        const double cap = down_cap[sw] / os;
+        const bool constrained = !prune || os > 1.0;
+        m->up_link[sw] = m->add_link(sw, parent, LinkKind::kTierUp, cap, hop_lat, constrained);
+        m->down_link[sw] = m->add_link(parent, sw, LinkKind::kTierDown, cap, hop_lat, constrained);
+        down_cap[parent] += cap;
+      }
+    }
+  }
+
+  // The graph: one edge per link, property = link index.
+  std::vector<std::pair<uint32_t, uint32_t>> ends;
+  std::vector<uint32_t> ids;
+  ends.reserve(m->links.size());
+  ids.reserve(m->links.size());
+  for (uint32_t l = 0; l < m->links.size(); ++l) {
+    ends.emplace_back(m->links[l].from, m->links[l].to);
+    ids.push_back(l);
+  }
+  m->graph = std::make_unique<Graph>(boost::edges_are_unsorted_multi_pass, ends.begin(), ends.end(),
+                                     ids.begin(), static_cast<uint32_t>(m->vertices.size()));
+  return Fabric(std::move(m));
+}
+
+const ClusterSpec& Fabric::spec() const { return impl_->spec; }
+const FabricOptions& Fabric::options() const { return impl_->options; }
+int64_t Fabric::gpu_count() const { return impl_->gpus; }
+int Fabric::node_of(int64_t gpu) const {
+  impl_->check_gpu(gpu);
+  return impl_->node_of(gpu);
+}
+int64_t Fabric::domain_of(int64_t gpu) const {
+  impl_->check_gpu(gpu);
+  return gpu / impl_->domain;
+}
+int Fabric::domain_size() const { return impl_->domain; }
+int Fabric::local_index(int64_t gpu) const {
+  impl_->check_gpu(gpu);
+  return impl_->local_of(gpu);
+}
+int64_t Fabric::nic_of(int64_t gpu, uint64_t flow_hash) const {
+  impl_->check_gpu(gpu);
+  return impl_->has_network ? impl_->nic_of(gpu, flow_hash) : -1;
+}
+int Fabric::rail_of(int64_t gpu, uint64_t flow_hash) const {
+  const int64_t nic = nic_of(gpu, flow_hash);
+  return nic < 0 ? -1 : static_cast<int>(nic % impl_->npn);
+}
+size_t Fabric::vertex_count() const { return impl_->vertices.size(); }
+size_t Fabric::link_count() const { return impl_->links.size(); }
+const FabricVertex& Fabric::vertex(uint32_t v) const { return impl_->vertices.at(v); }
+const FabricLink& Fabric::link(uint32_t l) const { return impl_->links.at(l); }
+
+std::string Fabric::vertex_name(uint32_t v) const {
+  const FabricVertex& x = vertex(v);
+  switch (x.kind) {
+    case VertexKind::kGpu:
+      return "gpu" + std::to_string(x.index);
+    case VertexKind::kNvSwitch:
+      return "nvswitch" + std::to_string(x.index);
+    case VertexKind::kNic:
+      return "nic" + std::to_string(x.index) + "(node" + std::to_string(x.index / impl_->npn) +
+             ",rail" + std::to_string(x.rail) + ")";
+    case VertexKind::kSwitch: {
+      const std::string& name = impl_->spec.scale_out.tiers[static_cast<size_t>(x.tier)].name;
+      std::string out =
+          (name.empty() ? "tier" + std::to_string(x.tier) : name) + std::to_string(x.index);
+      if (x.rail >= 0) out += ".rail" + std::to_string(x.rail);
+      return out;
+    }
+  }
+  return "?";
+}
+
+std::string Fabric::describe_link(uint32_t l) const {
+  const FabricLink& k = link(l);
+  char lat[32];
+  std::snprintf(lat, sizeof lat, "%.3g us", k.latency_s * 1e6);
+  return vertex_name(k.from) + " -> " + vertex_name(k.to) + " " + std::string(to_string(k.kind)) +
+         " " + format_rate(k.capacity_bytes_per_s) + " " + lat +
+         (k.constrained ? " constrained" : " unconstrained");
+}
+
+std::string Fabric::summary() const {
+  const Impl& m = *impl_;
+  size_t by_kind[4] = {0, 0, 0, 0};
+  for (const FabricVertex& v : m.vertices) ++by_kind[static_cast<int>(v.kind)];
+  size_t constrained = 0;
+  for (const FabricLink& l : m.links) constrained += l.constrained ? 1 : 0;
+  std::ostringstream os;
+  os << m.spec.name << ": " << m.gpus << " GPUs, " << by_kind[1] << " NVLink domains of "
+     << m.domain << ", " << by_kind[2] << " NICs, " << by_kind[3] << " switches; " << m.links.size()
+     << " links (" << constrained << " constrained)\n";
+  // One line per tier with the uplink capacity of its first group.
+  for (size_t t = 0; t < m.tier_nodes.size(); ++t) {
+    os << "  tier " << t << " '" << m.spec.scale_out.tiers[t].name << "': " << m.tier_nodes[t]
+       << " nodes per group";
+    for (uint32_t v = 0; v < m.vertices.size(); ++v) {
+      if (m.vertices[v].kind == VertexKind::kSwitch && m.vertices[v].tier == static_cast<int>(t)) {
+        if (m.up_link[v] != kNone) {
+          os << ", uplink " << format_rate(m.links[m.up_link[v]].capacity_bytes_per_s)
+             << (m.links[m.up_link[v]].constrained ? "" : " (never a bottleneck)");
+        }
+        break;
+      }
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+FabricPath Fabric::Impl::path(int64_t src, int64_t dst, uint64_t hash) const {
+  FabricPath p;
+  auto push = [&](uint32_t l) {
+    p.links.push_back(l);
+    p.latency_s += links[l].latency_s;
+  };
+  if (src == kInNetwork || dst == kInNetwork) {
+    const int64_t gpu = src == kInNetwork ? dst : src;
+    if (gpu == kInNetwork) throw std::invalid_argument("fabric: both endpoints are in-network");
+    check_gpu(gpu);
+    if (!has_nvlink) {
+      throw std::invalid_argument("fabric: in-network endpoint needs an NVLink domain");
+    }
+    push(src == kInNetwork ? nvl_down[static_cast<size_t>(gpu)] : nvl_up[static_cast<size_t>(gpu)]);
+    return p;
+  }
+  check_gpu(src);
+  check_gpu(dst);
+  if (src == dst) return p;
+  if (has_nvlink && src / domain == dst / domain) {
+    push(nvl_up[static_cast<size_t>(src)]);
+    push(nvl_down[static_cast<size_t>(dst)]);
+    return p;
+  }
+  if (!has_network) throw std::logic_error("fabric: no network between NVLink domains");
+  const int j_src = pick(hash);
+  const int j_dst = pick(hash);
+  int64_t from = src;
+  int64_t nic_a = nic_of(src, hash);
+  const int64_t nic_b = nic_of(dst, hash);
+  int j_from = j_src;
+  const int rail_b = static_cast<int>(nic_b % npn);
+  if (spec.scale_out.rail_optimized && nic_a % npn != rail_b) {
+    // PXN: hop over NVLink to the GPU of this node that sits on the
+    // destination's rail (same position among the GPUs sharing that NIC).
+    const int node = node_of(src);
+    int local = 0;
+    int j = 0;
+    if (nics_per_gpu > 1) {
+      local = rail_b / nics_per_gpu;
+      j = rail_b % nics_per_gpu;
+    } else {
+      local = rail_b * gpus_per_nic + local_of(src) % gpus_per_nic;
+    }
+    const int64_t proxy = static_cast<int64_t>(node) * gpn + local;
+    if (proxy == src || (has_nvlink && proxy / domain == src / domain)) {
+      if (proxy != src) {  // else: another NIC of the same GPU
+        push(nvl_up[static_cast<size_t>(src)]);
+        push(nvl_down[static_cast<size_t>(proxy)]);
+      }
+      from = proxy;
+      j_from = j;
+      nic_a = static_cast<int64_t>(node) * npn + rail_b;
+    }
+  }
+  push(pcie_up[pcie_index(from, j_from)]);
+  push(nic_up[static_cast<size_t>(nic_a)]);
+  uint32_t s = nic_switch[static_cast<size_t>(nic_a)];
+  uint32_t d = nic_switch[static_cast<size_t>(nic_b)];
+  std::vector<uint32_t> downs;
+  while (s != d) {
+    if (up_link[s] == kNone || down_link[d] == kNone) {
+      throw std::logic_error("fabric: no route between GPU " + std::to_string(src) + " and GPU " +
+                             std::to_string(dst));
+    }
+    push(up_link[s]);
+    downs.push_back(down_link[d]);
+    s = links[up_link[s]].to;
+    d = links[down_link[d]].from;
+  }
+  for (auto it = downs.rbegin(); it != downs.rend(); ++it) push(*it);
+  push(nic_down[static_cast<size_t>(nic_b)]);
+  push(pcie_down[pcie_index(dst, j_dst)]);
+  return p;
+}
+
+FabricPath Fabric::path(int64_t src, int64_t dst, uint64_t flow_hash) const {
+  return impl_->path(src, dst, flow_hash);
+}
+
+int Fabric::bfs_hop_count(int64_t src, int64_t dst) const {
+  impl_->check_gpu(src);
+  impl_->check_gpu(dst);
+  std::vector<int> dist(impl_->vertices.size(), -1);
+  dist[static_cast<size_t>(src)] = 0;
+  const Graph& g = *impl_->graph;
+  boost::breadth_first_search(
+      g, static_cast<Graph::vertex_descriptor>(src),
+      boost::visitor(boost::make_bfs_visitor(boost::record_distances(
+          boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)),
+          boost::on_tree_edge()))));
+  return dist[static_cast<size_t>(dst)];
+}
+
+FabricInstance Fabric::instantiate(sim::Engine& engine) const {
+  std::vector<uint32_t> ids(impl_->links.size(), kNone);
+  for (uint32_t l = 0; l < impl_->links.size(); ++l) {
+    const FabricLink& k = impl_->links[l];
+    if (k.constrained || !impl_->options.prune_unconstrained) {
+      ids[l] = engine.add_link(k.capacity_bytes_per_s).index;
+    }
+  }
+  return FabricInstance(this, std::move(ids));
+}
+
+Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const {
+  const FabricPath p = fabric_->path(src, dst, flow_hash);
+  Route r;
+  r.latency_s = p.latency_s;
+  r.hops.reserve(p.links.size());
+  for (uint32_t l : p.links) {
+    if (engine_links_[l] != kNone) r.hops.push_back(sim::PathHop{sim::LinkId{engine_links_[l]}, 1});
+  }
+  return r;
+}
+
+bool FabricInstance::has_engine_link(uint32_t fabric_link) const {
+  return engine_links_.at(fabric_link) != kNone;
+}
+
+sim::LinkId FabricInstance::engine_link(uint32_t fabric_link) const {
+  if (!has_engine_link(fabric_link)) {
+    throw std::invalid_argument("fabric link " + std::to_string(fabric_link) +
+                                " has no engine link (never a bottleneck)");
+  }
+  return sim::LinkId{engine_links_[fabric_link]};
+}
+
+}  // namespace podsim::hwmodels

@@ -1,0 +1,236 @@
+#include "hwmodels/gpu_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace podsim::hwmodels {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double element_bytes(sim::NumberFormat format) { return sim::bytes_per_element(format); }
+
+}  // namespace
+
+GemmEfficiency gemm_efficiency(const KernelEfficiency& params, int sms, const GemmShape& shape,
+                               sim::NumberFormat format) {
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0) {
+    throw std::invalid_argument(
+        "gemm_efficiency: GEMM dimensions must be positive (m=" + std::to_string(shape.m) +
+        " n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) +
+        " batch=" + std::to_string(shape.batch) + ")");
+  }
+  if (sms <= 0) throw std::invalid_argument("gemm_efficiency: GpuSpec::sms must be positive");
+  if (params.gemm_tile_m <= 0 || params.gemm_tile_n <= 0) {
+    throw std::invalid_argument("gemm_efficiency: tile sizes must be positive");
+  }
+  GemmEfficiency eff;
+  eff.plateau = params.plateau(format);
+  eff.tiles =
+      shape.batch * ceil_div(shape.m, params.gemm_tile_m) * ceil_div(shape.n, params.gemm_tile_n);
+  eff.waves = ceil_div(eff.tiles, sms);
+  // Useful output over what the waves could compute: idle SMs in the last
+  // wave and the padding of ragged edge tiles both cost.
+  const double useful = static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+                        static_cast<double>(shape.batch);
+  const double capacity =
+      static_cast<double>(eff.waves) * sms * params.gemm_tile_m * params.gemm_tile_n;
+  eff.wave = useful / capacity;
+  const double k = static_cast<double>(shape.k);
+  eff.k_ramp = k / (k + std::max(0.0, params.gemm_k_overhead));
+  return eff;
+}
+
+KernelCost& KernelCost::operator+=(const KernelCost& other) {
+  // The dominant kernel of a sequence names the bound.
+  const bool other_dominates = other.time_s > time_s;
+  time_s += other.time_s;
+  flops += other.flops;
+  bytes += other.bytes;
+  compute_s += other.compute_s;
+  memory_s += other.memory_s;
+  kernels += other.kernels;
+  if (other_dominates) {
+    bound = other.bound;
+    efficiency = other.efficiency;
+  }
+  if (other.source == ParamSource::kProfile) source = ParamSource::kProfile;
+  return *this;
+}
+
+double attention_pairs(const AttentionShape& s) {
+  const double q = static_cast<double>(s.q_len);
+  const double kv = static_cast<double>(s.kv_len);
+  if (!s.causal) return q * kv;
+  // Query i (0-based among the last q positions) sees keys j <= i + (kv - q),
+  // at most kv of them: sum_i min(kv, i + kv - q + 1).
+  const double offset = kv - q + 1;  // keys seen by query 0
+  if (offset >= 1) return q * offset + q * (q - 1) / 2;
+  // More queries than keys: the first (q - kv) rows see fewer than one key
+  // under this alignment, i.e. none.
+  const double rows = kv;  // rows that see 1..kv keys
+  return rows * (rows + 1) / 2;
+}
+
+GpuModel::GpuModel(GpuSpec gpu) : gpu_(std::move(gpu)) {
+  params_ = default_kernel_efficiency(gpu_);
+}
+
+GpuModel::GpuModel(GpuSpec gpu, KernelEfficiency params)
+    : gpu_(std::move(gpu)), params_(std::move(params)) {
+  const std::vector<SpecProblem> problems = validate(params_, gpu_);
+  if (!problems.empty()) {
+    std::string msg = "kernel efficiency parameters for " + gpu_.name + " are invalid:";
+    for (const SpecProblem& p : problems) msg += "\n  " + p.to_string();
+    throw std::invalid_argument(msg);
+  }
+}
+
+double GpuModel::achievable_bandwidth(double bytes) const {
+  if (bytes <= gpu_.l2_capacity_bytes && gpu_.l2_bw_bytes_per_s > 0) {
+    return gpu_.l2_bw_bytes_per_s * params_.l2_fraction;
+  }
+  return gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction;
+}
+
+KernelCost GpuModel::finish(double flops, double bytes, double peak_flops, double efficiency,
+                            double bandwidth, double fixed_s) const {
+  KernelCost cost;
+  cost.flops = flops;
+  cost.bytes = bytes;
+  cost.efficiency = efficiency;
+  cost.kernels = 1;
+  cost.source = params_.source;
+  cost.compute_s =
+      (flops > 0 && peak_flops > 0 && efficiency > 0) ? flops / (peak_flops * efficiency) : 0.0;
+  cost.memory_s = (bytes > 0 && bandwidth > 0) ? fixed_s + bytes / bandwidth : 0.0;
+  const double body = std::max(cost.compute_s, cost.memory_s);
+  cost.time_s = body + params_.launch_overhead_s;
+  if (body < params_.launch_overhead_s) {
+    cost.bound = KernelBound::kLaunch;
+  } else {
+    cost.bound = cost.compute_s >= cost.memory_s ? KernelBound::kCompute : KernelBound::kMemory;
+  }
+  return cost;
+}
+
+KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format) const {
+  const double peak = gpu_.peak(format);
+  if (!(peak > 0) || !(params_.plateau(format) > 0)) {
+    throw std::invalid_argument("gemm_time: " + gpu_.name + " has no " +
+                                std::string(sim::to_string(format)) +
+                                " matrix rate (GpuSpec peak or KernelEfficiency plateau is 0)");
+  }
+  const GemmEfficiency eff = gemm_efficiency(params_, gpu_.sms, shape, format);
+  const double m = static_cast<double>(shape.m);
+  const double n = static_cast<double>(shape.n);
+  const double k = static_cast<double>(shape.k);
+  const double batch = static_cast<double>(shape.batch);
+  const double flops = 2.0 * m * n * k * batch;
+  // A, B read once and C written once: the minimum traffic; a well-tiled GEMM
+  // re-reads operands from L2, not HBM. fp8 GEMMs write a 16-bit C
+  // (Transformer Engine / cuBLASLt outputs bf16), others C in their format.
+  const double out_bytes = format == sim::NumberFormat::kFp8 ? 2.0 : element_bytes(format);
+  const double bytes = ((m * k + k * n) * element_bytes(format) + m * n * out_bytes) * batch;
+  const double bandwidth = gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction;
+  return finish(flops, bytes, peak, eff.total(), bandwidth, params_.mem_latency_s);
+}
+
+KernelCost GpuModel::gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch,
+                               sim::NumberFormat format) const {
+  return gemm_time(GemmShape{m, n, k, batch}, format);
+}
+
+KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool flash,
+                                    sim::NumberFormat format) const {
+  if (s.batch <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.q_len <= 0 || s.kv_len <= 0 ||
+      s.head_dim <= 0 || s.heads % s.kv_heads != 0) {
+    throw std::invalid_argument(
+        "attention_time: batch, heads, kv_heads, q_len, kv_len, head_dim must be positive and "
+        "kv_heads must divide heads");
+  }
+  const double e = element_bytes(format);
+  const double b = static_cast<double>(s.batch);
+  const double h = static_cast<double>(s.heads);
+  const double hkv = static_cast<double>(s.kv_heads);
+  const double q = static_cast<double>(s.q_len);
+  const double kv = static_cast<double>(s.kv_len);
+  const double d = static_cast<double>(s.head_dim);
+  const double q_bytes = b * q * h * d * e;      // Q, O, dO, dQ each
+  const double kv_bytes = b * kv * hkv * d * e;  // K, V, dK, dV each
+  const double lse_bytes = b * h * q * 4.0;      // fp32 log-sum-exp per row
+
+  if (flash) {
+    const double peak = gpu_.peak(format);
+    const double plateau =
+        pass == Pass::kForward ? params_.attn_fwd_plateau : params_.attn_bwd_plateau;
+    if (!(peak > 0) || !(plateau > 0)) {
+      throw std::invalid_argument("attention_time: " + gpu_.name + " has no " +
+                                  std::string(sim::to_string(format)) + " flash-attention rate");
+    }
+    const double pairs = attention_pairs(s);
+    const double fwd_flops = 4.0 * b * h * d * pairs;  // QK^T and PV, 2 FLOP per MAC
+    // Backward: QK^T recompute, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q:
+    // five matrix products against the forward's two.
+    const double flops = pass == Pass::kForward ? fwd_flops : 2.5 * fwd_flops;
+    const double bytes = pass == Pass::kForward
+                             ? 2 * q_bytes + 2 * kv_bytes + lse_bytes
+                             : 4 * q_bytes + 4 * kv_bytes + lse_bytes;  // +O,dO,dQ / dK,dV
+    // Wave quantisation over the grid: forward tiles the queries, backward the keys.
+    const int64_t rows = pass == Pass::kForward ? s.q_len : s.kv_len;
+    const int64_t tile = std::max(1, params_.attn_tile);
+    const int64_t ctas = s.batch * s.heads * ((rows + tile - 1) / tile);
+    const int64_t sms = std::max(1, gpu_.sms);
+    const int64_t waves = (ctas + sms - 1) / sms;
+    const double wave = static_cast<double>(ctas) / static_cast<double>(waves * sms);
+    const double mean_keys = pairs / q;  // keys a query attends to, on average
+    const double ramp = mean_keys / (mean_keys + std::max(0.0, params_.attn_kv_half));
+    return finish(flops, bytes, peak, plateau * wave * ramp,
+                  gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction, params_.mem_latency_s);
+  }
+
+  // Non-flash (Megatron 2021): explicit score tensor of b*h*q*kv elements.
+  const int64_t bh = s.batch * s.heads;
+  const double scores = b * h * q * kv;
+  // Softmax (fused scale+mask+softmax) reads scores, writes probabilities;
+  // dropout reads them and writes the dropped copy and a 1-byte mask. FLOPs
+  // ~5 per element (scale, max, exp, sum, divide).
+  const double softmax_bytes = 2 * scores * e;
+  const double dropout_bytes = scores * (2 * e + 1);
+  KernelCost cost;
+  if (pass == Pass::kForward) {
+    cost += gemm_time(GemmShape{s.q_len, s.kv_len, s.head_dim, bh}, format);  // S = QK^T
+    cost += memory_bound_time(softmax_bytes, 5 * scores, format);
+    if (s.dropout) cost += memory_bound_time(dropout_bytes, scores, format);
+    cost += gemm_time(GemmShape{s.q_len, s.head_dim, s.kv_len, bh}, format);  // O = PV
+  } else {
+    cost += gemm_time(GemmShape{s.kv_len, s.head_dim, s.q_len, bh}, format);  // dV = P^T dO
+    cost += gemm_time(GemmShape{s.q_len, s.kv_len, s.head_dim, bh}, format);  // dP = dO V^T
+    // Dropout backward reads dP and the mask, writes; softmax backward reads
+    // P and dP, writes dS.
+    if (s.dropout) cost += memory_bound_time(scores * (2 * e + 1), scores, format);
+    cost += memory_bound_time(3 * scores * e, 4 * scores, format);
+    cost += gemm_time(GemmShape{s.q_len, s.head_dim, s.kv_len, bh}, format);  // dQ = dS K
+    cost += gemm_time(GemmShape{s.kv_len, s.head_dim, s.q_len, bh}, format);  // dK = dS^T Q
+  }
+  return cost;
+}
+
+KernelCost GpuModel::memory_bound_time(double bytes, double flops,
+                                       sim::NumberFormat /*format*/) const {
+  if (bytes < 0 || flops < 0) {
+    throw std::invalid_argument("memory_bound_time: bytes and flops must be >= 0");
+  }
+  // Elementwise arithmetic runs on the SM FP32 units whatever the storage
+  // format (bf16/fp16 are widened); the format only changes the bytes, which
+  // the caller counted.
+  const double simt = gpu_.peak(sim::NumberFormat::kFp32);
+  return finish(flops, bytes, simt, params_.simt_fraction, achievable_bandwidth(bytes),
+                params_.mem_latency_s);
+}
+
+}  // namespace podsim::hwmodels

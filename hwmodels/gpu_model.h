@@ -1,0 +1,138 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "hwmodels/gpu_spec.h"
+#include "hwmodels/kernel_efficiency.h"
+#include "sim/number_format.h"
+
+namespace podsim::hwmodels {
+
+/// C[m,n] = A[m,k] B[k,n], `batch` independent products of that shape.
+struct GemmShape {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batch = 1;
+};
+
+/// The factors of a GEMM's compute efficiency (see gemm_efficiency()).
+struct GemmEfficiency {
+  double plateau = 0;  ///< KernelEfficiency::gemm_plateau of the format
+  /// m n batch / (waves x sms x tile_m x tile_n), in (0, 1]: SMs idle in the
+  /// last wave and padding of ragged edge tiles.
+  double wave = 0;
+  double k_ramp = 0;  ///< k / (k + gemm_k_overhead), in (0, 1]
+  int64_t tiles = 0;  ///< output tiles over all batches
+  int64_t waves = 0;  ///< ceil(tiles / sms)
+  double total() const { return plateau * wave * k_ramp; }
+};
+
+/// GEMM compute efficiency as a fraction of the format's dense peak:
+/// plateau x wave quantisation x K ramp. A free function of plain data so
+/// that calibration can fit KernelEfficiency's GEMM fields to measured GEMMs.
+/// Throws std::invalid_argument for a non-positive dimension or sms.
+GemmEfficiency gemm_efficiency(const KernelEfficiency& params, int sms, const GemmShape& shape,
+                               sim::NumberFormat format);
+
+/// Which limit set a kernel's time.
+enum class KernelBound : uint8_t { kCompute, kMemory, kLaunch };
+
+constexpr std::string_view to_string(KernelBound bound) {
+  switch (bound) {
+    case KernelBound::kCompute:
+      return "compute";
+    case KernelBound::kMemory:
+      return "memory";
+    case KernelBound::kLaunch:
+      return "launch";
+  }
+  return "compute";
+}
+
+/// What a kernel (or a fixed sequence of kernels) costs.
+struct KernelCost {
+  double time_s = 0;                          ///< on its stream, launch overheads included
+  double flops = 0;                           ///< useful FLOPs executed
+  double bytes = 0;                           ///< bytes moved to/from memory (HBM or L2)
+  double compute_s = 0;                       ///< FLOPs / (peak x efficiency), summed over kernels
+  double memory_s = 0;                        ///< bytes / achievable bandwidth, summed over kernels
+  double efficiency = 0;                      ///< compute efficiency used (last kernel for sums)
+  int kernels = 0;                            ///< kernels launched
+  KernelBound bound = KernelBound::kCompute;  ///< of the dominant kernel
+  ParamSource source = ParamSource::kDatasheet;
+
+  /// Sum of a sequence of kernels on one stream.
+  KernelCost& operator+=(const KernelCost& other);
+};
+
+/// Forward or backward pass of a kernel family.
+enum class Pass : uint8_t { kForward, kBackward };
+
+/// One attention call: `heads` query heads share `kv_heads` K/V heads (GQA).
+struct AttentionShape {
+  int64_t batch = 1;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;
+  int64_t q_len = 0;
+  int64_t kv_len = 0;
+  int64_t head_dim = 0;
+  /// Query i attends to keys j <= i + (kv_len - q_len) (queries are the last
+  /// q_len positions).
+  bool causal = true;
+  /// Non-flash path only: dropout on the attention probabilities (Megatron
+  /// 2021 used 0.1), an extra pass over the score tensor plus a 1-byte mask.
+  bool dropout = true;
+};
+
+/// (query, key) pairs one head computes: q x kv, or the causal count.
+double attention_pairs(const AttentionShape& shape);
+
+/// GPU kernel costs. Holds its spec and parameters by value.
+class GpuModel {
+ public:
+  /// Uses default_kernel_efficiency(gpu).
+  explicit GpuModel(GpuSpec gpu);
+  /// Throws std::invalid_argument listing validate(params, gpu)'s problems.
+  GpuModel(GpuSpec gpu, KernelEfficiency params);
+
+  const GpuSpec& spec() const { return gpu_; }
+  const KernelEfficiency& params() const { return params_; }
+  ParamSource source() const { return params_.source; }
+
+  /// C[m,n] = A[m,k] B[k,n] x batch in `format` (A, B, C stored in it; an
+  /// fp8 GEMM writes a 16-bit C). Bytes = A + B + C once, so skinny or
+  /// small-k GEMMs come out memory-bound.
+  /// Throws std::invalid_argument for a format the GPU does not support.
+  KernelCost gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch,
+                       sim::NumberFormat format) const;
+  KernelCost gemm_time(const GemmShape& shape, sim::NumberFormat format) const;
+
+  /// Attention scores+softmax+values for one pass. `flash`: one fused kernel
+  /// (no score matrix in HBM; causal skips masked blocks; backward = 2.5x the
+  /// forward FLOPs including the score recompute). Non-flash: batched QK^T
+  /// GEMM, softmax (+dropout) over the b*h*q*kv score tensor in HBM, batched
+  /// AV GEMM (and the mirror-image kernels in backward); masked scores are
+  /// computed anyway.
+  KernelCost attention_time(const AttentionShape& shape, Pass pass, bool flash,
+                            sim::NumberFormat format) const;
+
+  /// A memory-bound kernel (norm, softmax, elementwise, optimizer) moving
+  /// `bytes` and doing `flops` on the SM FP32 units. Uses L2 bandwidth when
+  /// `bytes` fits in L2, else HBM, with the size ramp of mem_latency_s.
+  KernelCost memory_bound_time(double bytes, double flops, sim::NumberFormat format) const;
+
+  /// Achievable bandwidth of a memory-bound kernel moving `bytes`, before the
+  /// fixed latency (bytes/s): HBM or L2 peak x fraction.
+  double achievable_bandwidth(double bytes) const;
+
+ private:
+  KernelCost finish(double flops, double bytes, double peak_flops, double efficiency,
+                    double bandwidth, double fixed_s) const;
+
+  GpuSpec gpu_;
+  KernelEfficiency params_;
+};
+
+}  // namespace podsim::hwmodels

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "hwmodels/collectives.h"
+#include "hwmodels/fabric.h"
+#include "hwmodels/gpu_model.h"
+#include "sim/engine.h"
+#include "strategies/schedule.h"
+
+namespace podsim::scenarios {
+
+// The meeting point of strategies/ and hwmodels/: a per-rank schedule is
+// priced by the hardware models and executed on the event engine.
+//
+// - A compute task is one delay on its rank's compute stream. Its duration is
+//   the work's kernels (GpuModel) plus the in-task collectives (TP, CP, EP:
+//   priced alone on the fabric by predict_collective, since their groups sit
+//   on links nothing else uses at that moment), where a collective paired
+//   with a compute op (`overlap_op`) costs only what it adds beyond it.
+// - A communication task (pipeline sends, data-parallel syncs, ZeRO gathers)
+//   becomes flows on the fabric (plan_collective + add_collective), so
+//   concurrent transfers share links max-min fairly. Every member rank of a
+//   collective waits for all simulated members before the flows start.
+// - Streams are in-order: each task also waits for the previous task of its
+//   (rank, stream).
+// - Symmetric scope (one representative rank per stage): each flow stands
+//   for its images under all shifts of the (tp, cp, dp) coordinates, which
+//   run the same schedule at the same times; every hop of the flow carries
+//   the number of images that cross that link (PathHop::multiplicity), so an
+//   oversubscribed tier or a shared NIC sees the whole job's load.
+//
+// Rank r runs on GPU r of the cluster.
+
+/// What one work costs on one rank's compute stream, seconds.
+struct WorkCost {
+  double duration_s = 0;   ///< the task's time on the compute stream
+  double compute_s = 0;    ///< forward / backward kernels
+  double recompute_s = 0;  ///< kernels of recompute ops
+  double optimizer_s = 0;  ///< optimizer kernels
+  /// In-task collectives not hidden under compute, by strategies::Dim.
+  std::array<double, strategies::kDims> exposed_comm_s{};
+  /// In-task collectives hidden under compute (reported, not on the critical path).
+  double hidden_comm_s = 0;
+};
+
+struct TaskTime {
+  sim::Time start;
+  sim::Time end;
+};
+
+/// The simulated step: when every task ran.
+struct StepTimeline {
+  std::vector<TaskTime> tasks;  ///< by schedule task id
+  /// Compute tasks: index into `costs`; communication tasks: kNoCost.
+  std::vector<uint32_t> task_cost;
+  std::vector<WorkCost> costs;
+  sim::RunResult run;
+  size_t activities = 0;
+  size_t flows = 0;
+  static constexpr uint32_t kNoCost = UINT32_MAX;
+};
+
+/// The hardware a schedule runs on.
+struct StepHardware {
+  const hwmodels::GpuModel& gpu;
+  const hwmodels::Fabric& fabric;
+  const hwmodels::CollectiveParams& collectives;
+};
+
+/// Prices and runs `schedule` on a fresh engine. Throws std::logic_error if
+/// the engine deadlocks (a schedule bug, reported with the stuck tasks).
+StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware);
+
+/// What `work` costs when run by `rank` (its TP/CP/EP groups price the
+/// in-task collectives).
+WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& hardware, int32_t work,
+                   int64_t rank);
+
+/// The hardware's name for a strategies collective.
+hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);
+
+}  // namespace podsim::scenarios

@@ -1,0 +1,499 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+
+#include "sim/event_queue.h"
+#include "sim/flow_network.h"
+
+namespace podsim::sim {
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kNoEvent = std::numeric_limits<uint64_t>::max();
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr double kPsPerSecond = 1e12;
+// A flow whose remaining bytes are within this fraction of its size is done,
+// and a completion time is rounded up to the tick only past this fraction:
+// rate * time round trips leave ~1e-16 per operation, far below it, so exact
+// closed-form finish times (bytes / rate on a tick) are not pushed a tick late.
+constexpr double kDoneRel = 1e-12;
+// Rebuild the queue without stale flow completions once they outnumber the
+// live events (and are many): bounds memory when rates change often.
+constexpr size_t kMinStaleToCompact = 4096;
+
+enum EventKind : uint32_t {
+  kFinish = 0,        // a delay, join or zero-byte flow ends
+  kFlowActivate = 1,  // a flow's latency has elapsed: it joins the sharing
+  kFlowDone = 2,      // a flow's last byte arrives (valid if seq matches)
+};
+
+[[noreturn]] void precondition_failed(const std::string& what) {
+  std::fprintf(stderr, "podsim::sim::Engine: precondition violated: %s\n", what.c_str());
+  std::abort();
+}
+
+int64_t saturating_add(int64_t a, int64_t b) { return b > kNever - a ? kNever : a + b; }
+
+// splitmix64's finaliser: a cheap bijective 64-bit mix.
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+const char* kind_name(ActivityKind kind) {
+  switch (kind) {
+    case ActivityKind::kDelay:
+      return "delay";
+    case ActivityKind::kFlow:
+      return "flow";
+    case ActivityKind::kJoin:
+      return "join";
+  }
+  return "?";
+}
+
+}  // namespace
+
+struct Engine::State {
+  // Activities, structure of arrays (~33 bytes each plus 4 per dependency).
+  std::vector<ActivityKind> kind;
+  std::vector<uint32_t> tag;
+  std::vector<uint32_t> stream;
+  std::vector<int64_t> param;     // delay: duration ps; flow: flow index; join: 0
+  std::vector<uint32_t> pending;  // unfinished dependencies (stream order included)
+  // Only finish times are stored: a delay started at finish - duration, a
+  // join at its finish, a flow at flow_start (which depends on rates).
+  std::vector<int64_t> finish;  // sized at run()
+  // Dependencies: an edge list while building, successor CSR from run() on.
+  std::vector<uint32_t> edge_from;
+  std::vector<uint32_t> edge_to;
+  std::vector<uint32_t> succ_begin;
+  std::vector<uint32_t> succ;
+  // Streams: the last activity added to each (its successor waits for it).
+  std::vector<uint32_t> stream_last;
+  std::vector<std::pair<uint32_t, std::string>> names;
+  // Flows, indexed by flow (FlowNetwork's index).
+  FlowNetwork net;
+  std::vector<uint32_t> flow_activity;
+  std::vector<double> flow_bytes;
+  std::vector<int64_t> flow_latency;
+  std::vector<int64_t> flow_start;   // run-time
+  std::vector<double> remaining;     // bytes left at last_update (run-time)
+  std::vector<int64_t> last_update;  // run-time
+  std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
+  // The run.
+  EventQueue queue;
+  int64_t now = 0;
+  size_t stale = 0;
+  bool ran = false;
+
+  // The state of an engine that has not been moved from.
+  static State& of(const std::unique_ptr<State>& state) {
+    if (!state) [[unlikely]]
+      precondition_failed("use of a moved-from Engine");
+    return *state;
+  }
+
+  uint32_t add_activity(ActivityKind k, int64_t p, StreamId s, uint32_t t);
+  void check_activity(ActivityId id, const char* where) const;
+  void check_not_ran(const char* where) const;
+  void build_successors();
+  void start_activity(uint32_t a);
+  void finish_activity(uint32_t a, RunResult& result);
+  void apply_rates(std::span<const FlowNetwork::RateChange> changes);
+  void compact_queue();
+  std::string describe(uint32_t a) const;
+  void report_deadlock(RunResult& result) const;
+};
+
+void Engine::State::check_activity(ActivityId id, const char* where) const {
+  if (id.index >= kind.size()) [[unlikely]] {
+    precondition_failed(std::string(where) + ": unknown activity id " + std::to_string(id.index) +
+                        " (this engine has " + std::to_string(kind.size()) + " activities)");
+  }
+}
+
+void Engine::State::check_not_ran(const char* where) const {
+  if (ran) [[unlikely]] {
+    precondition_failed(std::string(where) + " after run(): an engine runs once; build a new one");
+  }
+}
+
+uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint32_t t) {
+  check_not_ran("adding an activity");
+  if (s != kNoStream && s.index >= stream_last.size()) [[unlikely]] {
+    precondition_failed("unknown stream id " + std::to_string(s.index) + " (this engine has " +
+                        std::to_string(stream_last.size()) + " streams)");
+  }
+  if (kind.size() >= kNone - 1) [[unlikely]]
+    precondition_failed("more than 2^32-2 activities");
+  const auto a = static_cast<uint32_t>(kind.size());
+  kind.push_back(k);
+  tag.push_back(t);
+  stream.push_back(s.index);
+  param.push_back(p);
+  pending.push_back(0);
+  if (s != kNoStream) {
+    // In-order stream: an implicit dependency on the previous activity there.
+    const uint32_t previous = stream_last[s.index];
+    if (previous != kNone) {
+      edge_from.push_back(previous);
+      edge_to.push_back(a);
+      ++pending[a];
+    }
+    stream_last[s.index] = a;
+  }
+  return a;
+}
+
+Engine::Engine() : state_(std::make_unique<State>()) {}
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+LinkId Engine::add_link(double capacity_bytes_per_s) {
+  const State& s = State::of(state_);
+  s.check_not_ran("add_link");
+  if (!(capacity_bytes_per_s > 0.0) || !std::isfinite(capacity_bytes_per_s)) [[unlikely]] {
+    precondition_failed("add_link: capacity must be finite and > 0 bytes/s, got " +
+                        std::to_string(capacity_bytes_per_s));
+  }
+  return LinkId{state_->net.add_link(capacity_bytes_per_s)};
+}
+
+StreamId Engine::add_stream() {
+  State& s = State::of(state_);
+  s.check_not_ran("add_stream");
+  s.stream_last.push_back(kNone);
+  return StreamId{static_cast<uint32_t>(s.stream_last.size() - 1)};
+}
+
+ActivityId Engine::add_delay(Time duration, StreamId stream, uint32_t tag) {
+  if (duration < Time::zero()) [[unlikely]] {
+    precondition_failed("add_delay: negative duration " + std::to_string(duration.ps()) + " ps");
+  }
+  return ActivityId{
+      State::of(state_).add_activity(ActivityKind::kDelay, duration.ps(), stream, tag)};
+}
+
+ActivityId Engine::add_flow(double bytes, std::span<const PathHop> path, Time latency,
+                            StreamId stream, uint32_t tag, double max_rate_bytes_per_s) {
+  State& s = State::of(state_);
+  if (!(bytes >= 0.0) || !std::isfinite(bytes)) [[unlikely]] {
+    precondition_failed("add_flow: bytes must be finite and >= 0, got " + std::to_string(bytes));
+  }
+  if (latency < Time::zero()) [[unlikely]] {
+    precondition_failed("add_flow: negative latency " + std::to_string(latency.ps()) + " ps");
+  }
+  if (!(max_rate_bytes_per_s >= 0.0)) [[unlikely]] {
+    precondition_failed("add_flow: max_rate_bytes_per_s must be >= 0 (0: no cap), got " +
+                        std::to_string(max_rate_bytes_per_s));
+  }
+  const double cap = std::isfinite(max_rate_bytes_per_s) ? max_rate_bytes_per_s : 0.0;
+  if (path.empty() && cap == 0.0) [[unlikely]] {
+    precondition_failed("add_flow: a flow needs a path or a rate cap (both are empty)");
+  }
+  for (const PathHop& hop : path) {
+    if (hop.link.index >= s.net.link_count() || hop.multiplicity == 0) [[unlikely]] {
+      precondition_failed("add_flow: bad hop (link " + std::to_string(hop.link.index) +
+                          ", multiplicity " + std::to_string(hop.multiplicity) +
+                          "); this engine has " + std::to_string(s.net.link_count()) +
+                          " links and multiplicity must be >= 1");
+    }
+  }
+  const uint32_t flow = s.net.add_flow(path, cap);
+  const uint32_t a = s.add_activity(ActivityKind::kFlow, flow, stream, tag);
+  s.flow_activity.push_back(a);
+  s.flow_bytes.push_back(bytes);
+  s.flow_latency.push_back(latency.ps());
+  return ActivityId{a};
+}
+
+ActivityId Engine::add_join(uint32_t tag) {
+  return ActivityId{State::of(state_).add_activity(ActivityKind::kJoin, 0, kNoStream, tag)};
+}
+
+void Engine::add_dependency(ActivityId before, ActivityId after) {
+  State& s = State::of(state_);
+  s.check_not_ran("add_dependency");
+  s.check_activity(before, "add_dependency (before)");
+  s.check_activity(after, "add_dependency (after)");
+  if (s.edge_from.size() >= kNone - 1) [[unlikely]] {
+    precondition_failed("add_dependency: more than 2^32-2 dependencies");
+  }
+  s.edge_from.push_back(before.index);
+  s.edge_to.push_back(after.index);
+  ++s.pending[after.index];
+}
+
+void Engine::set_name(ActivityId activity, std::string name) {
+  State& s = State::of(state_);
+  s.check_activity(activity, "set_name");
+  s.names.emplace_back(activity.index, std::move(name));
+}
+
+void Engine::reserve(size_t activities, size_t dependencies) {
+  State& s = State::of(state_);
+  s.kind.reserve(activities);
+  s.tag.reserve(activities);
+  s.stream.reserve(activities);
+  s.param.reserve(activities);
+  s.pending.reserve(activities);
+  s.edge_from.reserve(dependencies);
+  s.edge_to.reserve(dependencies);
+}
+
+void Engine::State::build_successors() {
+  // Counting sort of the edges by source: successors keep insertion order.
+  const size_t n = kind.size();
+  succ_begin.assign(n + 1, 0);
+  for (const uint32_t from : edge_from) ++succ_begin[from + 1];
+  for (size_t i = 0; i < n; ++i) succ_begin[i + 1] += succ_begin[i];
+  succ.resize(edge_from.size());
+  std::vector<uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
+  for (size_t e = 0; e < edge_from.size(); ++e) succ[fill[edge_from[e]]++] = edge_to[e];
+  edge_from = {};
+  edge_to = {};
+}
+
+void Engine::State::start_activity(uint32_t a) {
+  switch (kind[a]) {
+    case ActivityKind::kDelay:
+      queue.push(Time::from_ps(saturating_add(now, param[a])), a, kFinish);
+      break;
+    case ActivityKind::kJoin:
+      queue.push(Time::from_ps(now), a, kFinish);
+      break;
+    case ActivityKind::kFlow: {
+      const auto flow = static_cast<uint32_t>(param[a]);
+      flow_start[flow] = now;
+      const Time at = Time::from_ps(saturating_add(now, flow_latency[flow]));
+      queue.push(at, a, flow_bytes[flow] > 0.0 ? kFlowActivate : kFinish);
+      break;
+    }
+  }
+}
+
+void Engine::State::finish_activity(uint32_t a, RunResult& result) {
+  finish[a] = now;
+  if (result.end.ps() < now) result.end = Time::from_ps(now);
+  for (uint32_t e = succ_begin[a]; e < succ_begin[a + 1]; ++e) {
+    const uint32_t next = succ[e];
+    if (--pending[next] == 0) start_activity(next);
+  }
+}
+
+void Engine::State::apply_rates(std::span<const FlowNetwork::RateChange> changes) {
+  for (const FlowNetwork::RateChange& change : changes) {
+    const uint32_t flow = change.flow;
+    const double rate = net.rate(flow);
+    // Bytes moved at the old rate since the last change; then a fresh
+    // completion event at the new rate (the old one, if any, goes stale).
+    const auto elapsed_ps = static_cast<double>(now - last_update[flow]);
+    remaining[flow] -= change.old_rate * elapsed_ps / kPsPerSecond;
+    last_update[flow] = now;
+    if (done_seq[flow] != kNoEvent) ++stale;
+    const uint32_t a = flow_activity[flow];
+    if (remaining[flow] <= kDoneRel * flow_bytes[flow]) {
+      done_seq[flow] = queue.push(Time::from_ps(now), a, kFlowDone);
+    } else if (rate > 0.0) {
+      const double ticks = std::ceil(remaining[flow] * kPsPerSecond / rate * (1.0 - kDoneRel));
+      const int64_t span = ticks >= 9.2e18 ? kNever : static_cast<int64_t>(ticks);
+      done_seq[flow] = queue.push(Time::from_ps(saturating_add(now, span)), a, kFlowDone);
+    } else {
+      done_seq[flow] = kNoEvent;  // cannot happen with capacities > 0; reported as deadlock
+    }
+  }
+  if (stale >= kMinStaleToCompact && stale > queue.size() / 2) compact_queue();
+}
+
+void Engine::State::compact_queue() {
+  queue.retain_if([this](const Event& event) {
+    if (event.kind != kFlowDone) return true;
+    return done_seq[param[event.target]] == event.seq;
+  });
+  stale = 0;
+}
+
+RunResult Engine::run() {
+  State& s = State::of(state_);
+  s.check_not_ran("run");
+  s.ran = true;
+  RunResult result;
+  result.end = Time::zero();
+  const size_t n = s.kind.size();
+  s.build_successors();
+  s.finish.assign(n, kNever);
+  const size_t flows = s.flow_bytes.size();
+  s.flow_start.assign(flows, kNever);
+  s.remaining.assign(flows, 0.0);
+  s.last_update.assign(flows, 0);
+  s.done_seq.assign(flows, kNoEvent);
+
+  s.now = 0;
+  for (uint32_t a = 0; a < n; ++a) {
+    if (s.pending[a] == 0) s.start_activity(a);
+  }
+  uint64_t hash = 0x9e3779b97f4a7c15ULL;
+  uint64_t events = 0;
+  for (;;) {
+    // All events of one timestamp first, then one rate solve for all the
+    // flows that joined or left at it (which may add events at the same time).
+    if (s.net.dirty() && (s.queue.empty() || s.queue.top().time_ps > s.now)) {
+      s.apply_rates(s.net.solve());
+      continue;
+    }
+    if (s.queue.empty()) break;
+    const Event event = s.queue.pop();
+    const uint32_t a = event.target;
+    if (event.kind == kFlowDone) {
+      const auto flow = static_cast<uint32_t>(s.param[a]);
+      if (s.done_seq[flow] != event.seq) {
+        --s.stale;
+        continue;
+      }
+      s.done_seq[flow] = kNoEvent;
+    }
+    s.now = event.time_ps;
+    ++events;
+    hash = mix64(hash ^ static_cast<uint64_t>(event.time_ps));
+    hash = mix64(hash ^ ((static_cast<uint64_t>(a) << 2) | event.kind));
+    switch (event.kind) {
+      case kFinish:
+        s.finish_activity(a, result);
+        break;
+      case kFlowActivate: {
+        const auto flow = static_cast<uint32_t>(s.param[a]);
+        s.remaining[flow] = s.flow_bytes[flow];
+        s.last_update[flow] = s.now;
+        s.net.activate(flow);
+        break;
+      }
+      case kFlowDone: {
+        const auto flow = static_cast<uint32_t>(s.param[a]);
+        s.remaining[flow] = 0.0;
+        s.net.deactivate(flow);
+        s.finish_activity(a, result);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  result.events = events;
+  result.fingerprint = hash;
+  for (uint32_t a = 0; a < n; ++a) {
+    if (s.finish[a] == kNever) result.deadlocked.push_back(ActivityId{a});
+  }
+  if (!result.deadlocked.empty()) s.report_deadlock(result);
+  return result;
+}
+
+std::string Engine::State::describe(uint32_t a) const {
+  std::string text;
+  // The last name set wins; names is small next to the activities.
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    if (it->first == a) {
+      text = "'" + it->second + "' ";
+      break;
+    }
+  }
+  text += "(";
+  text += kind_name(kind[a]);
+  text += " #" + std::to_string(a);
+  if (tag[a] != 0) text += ", tag " + std::to_string(tag[a]);
+  if (stream[a] != kNone) text += ", stream " + std::to_string(stream[a]);
+  text += ")";
+  return text;
+}
+
+void Engine::State::report_deadlock(RunResult& result) const {
+  constexpr size_t kMaxListed = 50;
+  constexpr size_t kMaxWaits = 8;
+  const size_t listed = std::min(result.deadlocked.size(), kMaxListed);
+  std::vector<uint32_t> slot(kind.size(), kNone);  // activity -> line in the report
+  for (size_t i = 0; i < listed; ++i) slot[result.deadlocked[i].index] = static_cast<uint32_t>(i);
+  // Unfinished predecessors of the listed activities, from the successor CSR.
+  std::vector<std::vector<uint32_t>> waits(listed);
+  for (uint32_t from = 0; from < kind.size(); ++from) {
+    if (finish[from] != kNever) continue;
+    for (uint32_t e = succ_begin[from]; e < succ_begin[from + 1]; ++e) {
+      const uint32_t line = slot[succ[e]];
+      if (line != kNone) waits[line].push_back(from);
+    }
+  }
+  std::string& out = result.deadlock_report;
+  out = std::to_string(result.deadlocked.size()) +
+        " activities never finished (the event queue emptied: a dependency cycle, or a "
+        "wait on one):\n";
+  for (size_t i = 0; i < listed; ++i) {
+    const uint32_t a = result.deadlocked[i].index;
+    out += "  " + describe(a);
+    if (kind[a] == ActivityKind::kFlow && flow_start[param[a]] != kNever) {
+      out += " started but never finished";  // a flow left with no rate
+    } else if (!waits[i].empty()) {
+      std::vector<uint32_t>& w = waits[i];
+      std::sort(w.begin(), w.end());
+      w.erase(std::unique(w.begin(), w.end()), w.end());
+      out += " waits on ";
+      for (size_t k = 0; k < w.size() && k < kMaxWaits; ++k) {
+        if (k > 0) out += ", ";
+        out += describe(w[k]);
+      }
+      if (w.size() > kMaxWaits) out += ", ... (" + std::to_string(w.size()) + " in all)";
+    }
+    out += "\n";
+  }
+  if (result.deadlocked.size() > listed) {
+    out += "  ... and " + std::to_string(result.deadlocked.size() - listed) + " more\n";
+  }
+}
+
+Time Engine::start_time(ActivityId activity) const {
+  const State& s = State::of(state_);
+  s.check_activity(activity, "start_time");
+  if (s.finish.empty()) return Time::max();  // before run()
+  const uint32_t a = activity.index;
+  switch (s.kind[a]) {
+    case ActivityKind::kFlow:
+      return Time::from_ps(s.flow_start[s.param[a]]);
+    case ActivityKind::kDelay:
+      // Unfinished (or ending past Time::max()): unknown, reported as never.
+      return s.finish[a] == kNever ? Time::max() : Time::from_ps(s.finish[a] - s.param[a]);
+    case ActivityKind::kJoin:
+      break;
+  }
+  return Time::from_ps(s.finish[a]);
+}
+
+Time Engine::finish_time(ActivityId activity) const {
+  const State& s = State::of(state_);
+  s.check_activity(activity, "finish_time");
+  return s.finish.empty() ? Time::max() : Time::from_ps(s.finish[activity.index]);
+}
+
+ActivityKind Engine::kind(ActivityId activity) const {
+  const State& s = State::of(state_);
+  s.check_activity(activity, "kind");
+  return s.kind[activity.index];
+}
+
+uint32_t Engine::tag(ActivityId activity) const {
+  const State& s = State::of(state_);
+  s.check_activity(activity, "tag");
+  return s.tag[activity.index];
+}
+
+size_t Engine::activity_count() const { return State::of(state_).kind.size(); }
+size_t Engine::link_count() const { return State::of(state_).net.link_count(); }
+
+}  // namespace podsim::sim

@@ -1,0 +1,278 @@
+#include "strategies/job.h"
+
+#include <algorithm>
+#include <array>
+
+namespace podsim::strategies {
+namespace {
+
+std::string str(int64_t value) { return std::to_string(value); }
+
+class Problems {
+ public:
+  void add(std::string path, std::string message, std::string hint = {}) {
+    list_.push_back({std::move(path), std::move(message), std::move(hint)});
+  }
+  std::vector<PlanProblem> take() { return std::move(list_); }
+  bool empty() const { return list_.empty(); }
+
+ private:
+  std::vector<PlanProblem> list_;
+};
+
+void check_model(const ModelShape& m, Problems& p) {
+  if (m.layers < 1) p.add("/model/layers", "must be at least 1, got " + str(m.layers));
+  if (m.hidden < 1) p.add("/model/hidden", "must be at least 1, got " + str(m.hidden));
+  if (m.heads < 1) p.add("/model/heads", "must be at least 1, got " + str(m.heads));
+  if (m.vocab < 1) p.add("/model/vocab", "must be at least 1, got " + str(m.vocab));
+  if (!m.moe && m.ffn_hidden < 1) {
+    p.add("/model/ffn_hidden", "must be at least 1, got " + str(m.ffn_hidden));
+  }
+  if (m.kv_heads < 0) p.add("/model/kv_heads", "must not be negative");
+  if (m.head_dim < 0) p.add("/model/head_dim", "must not be negative");
+  if (m.heads >= 1 && m.head_dim == 0 && m.hidden % m.heads != 0) {
+    p.add("/model/head_dim",
+          "hidden=" + str(m.hidden) + " is not divisible by heads=" + str(m.heads) +
+              ", so head_dim cannot be derived",
+          "give head_dim explicitly");
+  }
+  if (m.heads >= 1 && m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
+    p.add("/model/kv_heads", str(m.kv_heads) + " does not divide heads=" + str(m.heads),
+          "grouped-query attention needs heads to be a multiple of kv_heads");
+  }
+  if (m.moe) {
+    const MoeShape& e = *m.moe;
+    if (e.experts < 1) p.add("/model/moe/experts", "must be at least 1");
+    if (e.top_k < 1 || e.top_k > e.experts) {
+      p.add("/model/moe/top_k", "must be between 1 and experts=" + str(e.experts));
+    }
+    if (e.ffn_hidden < 1) p.add("/model/moe/ffn_hidden", "must be at least 1");
+    if (e.shared_experts < 0) p.add("/model/moe/shared_experts", "must not be negative");
+  }
+}
+
+void check_degrees(const ParallelPlan& plan, Problems& p) {
+  const std::array<std::pair<const char*, int64_t>, 5> degrees{
+      {{"dp", plan.dp}, {"tp", plan.tp}, {"pp", plan.pp}, {"cp", plan.cp}, {"ep", plan.ep}}};
+  for (const auto& [name, value] : degrees) {
+    if (value < 1) {
+      p.add(std::string("/parallelism/") + name, "must be at least 1, got " + str(value));
+    }
+  }
+}
+
+void check_order(const ParallelPlan& plan, Problems& p) {
+  std::array<int, kDims> seen{};
+  for (Dim d : plan.order) {
+    const auto i = static_cast<size_t>(d);
+    if (i < seen.size()) ++seen[i];
+  }
+  if (std::any_of(seen.begin(), seen.end(), [](int n) { return n != 1; })) {
+    p.add("/parallelism/order", "must name each of tp, cp, ep, dp, pp exactly once",
+          "for example \"tp-cp-ep-dp-pp\"");
+  }
+}
+
+void check_plan(const Job& job, Problems& p) {
+  const ModelShape& m = job.model;
+  const ParallelPlan& plan = job.plan;
+  const TrainingSetup& t = job.training;
+  const int64_t kv = kv_heads(m);
+  if (plan.tp > 1 && m.heads % plan.tp != 0) {
+    p.add("/parallelism/tp", str(plan.tp) + " does not divide heads=" + str(m.heads));
+  }
+  if (plan.tp > 1 && kv % plan.tp != 0 && plan.tp % kv != 0) {
+    p.add("/parallelism/tp",
+          str(plan.tp) + " and kv_heads=" + str(kv) + " do not divide one another",
+          "tp must divide kv_heads, or be a multiple of it (KV heads are then replicated)");
+  }
+  if (plan.tp > 1 && !m.moe && m.ffn_hidden % plan.tp != 0) {
+    p.add("/parallelism/tp", str(plan.tp) + " does not divide ffn_hidden=" + str(m.ffn_hidden));
+  }
+  if (plan.tp > 1 && m.moe && m.moe->ffn_hidden % plan.tp != 0) {
+    p.add("/parallelism/tp",
+          str(plan.tp) + " does not divide moe.ffn_hidden=" + str(m.moe->ffn_hidden));
+  }
+  if (plan.cp > 1) {
+    if (!job.options.flash_attention) {
+      p.add("/options/flash_attention", "context parallelism needs flash attention",
+            "set flash_attention to true or cp to 1");
+    }
+    const bool balanced = plan.context != ContextAlgorithm::kUlysses;
+    const int64_t chunks = balanced ? 2 * plan.cp : plan.cp;
+    if (t.seq_len % chunks != 0) {
+      p.add("/parallelism/cp", "seq_len=" + str(t.seq_len) + " is not divisible by " + str(chunks) +
+                                   (balanced ? " (2*cp chunks for causal load balancing)" : ""));
+    }
+    if (!balanced && plan.tp >= 1 && m.heads % plan.tp == 0) {
+      const int64_t heads_t = m.heads / plan.tp;
+      if (heads_t % plan.cp != 0) {
+        p.add("/parallelism/context/algorithm",
+              "ulysses needs heads/tp=" + str(heads_t) + " divisible by cp=" + str(plan.cp),
+              "use the ring or all_gather algorithm");
+      }
+      const int64_t kv_t = std::max<int64_t>(1, kv / plan.tp);
+      if (kv_t % plan.cp != 0 && plan.cp % kv_t != 0) {
+        p.add("/parallelism/context/algorithm", "ulysses needs kv_heads/tp=" + str(kv_t) +
+                                                    " and cp=" + str(plan.cp) +
+                                                    " to divide one another");
+      }
+    }
+  }
+  if (plan.sequence_parallel && plan.tp > 1 && plan.cp >= 1 && t.seq_len % plan.cp == 0 &&
+      (t.micro_batch * (t.seq_len / plan.cp)) % plan.tp != 0) {
+    p.add("/parallelism/sequence_parallel",
+          "tokens per rank (micro_batch*seq_len/cp) are not divisible by tp=" + str(plan.tp));
+  }
+  if (plan.ep > 1 && !m.moe) {
+    p.add("/parallelism/ep", "expert parallelism needs a model with moe", "set ep to 1");
+  }
+  if (plan.ep > 1 && (plan.dp * plan.cp) % plan.ep != 0) {
+    p.add("/parallelism/ep", str(plan.ep) + " does not divide dp*cp=" + str(plan.dp * plan.cp),
+          "ep is carved out of the data-parallel and context-parallel ranks, as in Megatron");
+  }
+  if (m.moe && plan.ep >= 1 && m.moe->experts % plan.ep != 0) {
+    p.add("/parallelism/ep", str(plan.ep) + " does not divide experts=" + str(m.moe->experts));
+  }
+  if (plan.zero < 0 || plan.zero > 3) {
+    p.add("/parallelism/zero", "must be 0, 1, 2 or 3, got " + std::to_string(plan.zero));
+  }
+  if (plan.shard_group < 0) p.add("/parallelism/shard_group", "must not be negative");
+  if (plan.shard_group > 0) {
+    if ((plan.dp * plan.cp) % plan.shard_group != 0) {
+      p.add("/parallelism/shard_group",
+            str(plan.shard_group) + " does not divide dp*cp=" + str(plan.dp * plan.cp));
+    }
+    if (plan.zero == 0) {
+      p.add("/parallelism/shard_group", "HSDP shard groups need sharding",
+            "set zero to 1, 2 or 3, or drop shard_group");
+    }
+  }
+  const int64_t v = plan.virtual_stages;
+  if (v < 1) p.add("/parallelism/pipeline/virtual_stages", "must be at least 1");
+  if (v > 1 && plan.schedule != PipelineSchedule::kInterleavedOneFOneB) {
+    p.add("/parallelism/pipeline/virtual_stages",
+          "virtual stages need the interleaved_1f1b schedule");
+  }
+  if (plan.schedule == PipelineSchedule::kInterleavedOneFOneB && plan.pp > 1 && v >= 1) {
+    const int64_t m_count = micro_batches(job);
+    if (m_count > 0 && m_count % plan.pp != 0) {
+      p.add("/training/global_batch",
+            "interleaved 1F1B needs the micro-batches per pipeline (" + str(m_count) +
+                ") to be a multiple of pp=" + str(plan.pp),
+            "Megatron's interleaved schedule runs micro-batches in groups of pp");
+    }
+  }
+  if (v >= 1 && plan.pp >= 1 && m.layers >= 1 && m.layers < plan.pp * v) {
+    p.add("/parallelism/pp", "layers=" + str(m.layers) + " are fewer than pp*virtual_stages=" +
+                                 str(plan.pp * v) + "; every model chunk needs a layer");
+  }
+  if (plan.recompute.mode == RecomputeMode::kEvery && plan.recompute.every_layers < 1) {
+    p.add("/parallelism/recompute/every", "must be at least 1");
+  }
+  if (job.options.fsdp_unit_layers < 1) {
+    p.add("/options/fsdp_unit_layers", "must be at least 1");
+  }
+  if (job.options.dp_bucket_params < 0) {
+    p.add("/options/dp_bucket_params", "must not be negative");
+  }
+}
+
+}  // namespace
+
+std::vector<PlanProblem> validate(const Job& job) {
+  Problems p;
+  check_model(job.model, p);
+  check_degrees(job.plan, p);
+  const TrainingSetup& t = job.training;
+  if (t.seq_len < 1) p.add("/training/seq_len", "must be at least 1");
+  if (t.micro_batch < 1) p.add("/training/micro_batch", "must be at least 1");
+  if (t.global_batch < 1) p.add("/training/global_batch", "must be at least 1");
+  if (!p.empty()) return p.take();  // the checks below divide by these
+  check_order(job.plan, p);
+  if (t.global_batch % (job.plan.dp * t.micro_batch) != 0) {
+    p.add("/training/global_batch",
+          str(t.global_batch) +
+              " is not divisible by dp*micro_batch=" + str(job.plan.dp * t.micro_batch),
+          "every data-parallel replica runs the same number of micro-batches");
+  }
+  check_plan(job, p);
+  return p.take();
+}
+
+bool gpt_style(const ModelShape& model) {
+  return model.norm == NormKind::kLayerNorm && model.mlp == MlpKind::kGelu;
+}
+bool uses_dropout(const ModelShape& model) { return gpt_style(model); }
+bool uses_biases(const ModelShape& model) { return gpt_style(model); }
+bool learned_positions(const ModelShape& model) { return gpt_style(model); }
+
+int64_t head_dim(const ModelShape& model) {
+  if (model.head_dim > 0) return model.head_dim;
+  return model.heads > 0 ? model.hidden / model.heads : 0;
+}
+int64_t kv_heads(const ModelShape& model) {
+  return model.kv_heads > 0 ? model.kv_heads : model.heads;
+}
+
+int64_t micro_batches(const Job& job) {
+  const int64_t per = job.plan.dp * job.training.micro_batch;
+  return per > 0 ? job.training.global_batch / per : 0;
+}
+int64_t grad_group_size(const Job& job) { return job.plan.dp * job.plan.cp; }
+int64_t expert_dp_size(const Job& job) { return job.plan.dp * job.plan.cp / job.plan.ep; }
+int64_t shard_group_size(const Job& job) {
+  return job.plan.shard_group > 0 ? job.plan.shard_group : grad_group_size(job);
+}
+double activation_element_bytes(const Job& job) {
+  return job.training.precision == sim::NumberFormat::kFp32 ? 4.0 : 2.0;
+}
+double weight_element_bytes(const Job& job) { return activation_element_bytes(job); }
+double grad_element_bytes(const Job& job) {
+  return sim::bytes_per_element(job.options.grad_format);
+}
+
+std::vector<int64_t> chunk_layer_counts(const Job& job) {
+  const int64_t chunks = job.plan.pp * job.plan.virtual_stages;
+  const int64_t q = (job.model.layers + chunks - 1) / chunks;
+  std::vector<int64_t> counts(static_cast<size_t>(chunks), q);
+  int64_t surplus = q * chunks - job.model.layers;
+  // Alternate first, last, second, second-to-last, ...; surplus < chunks, so
+  // no chunk loses more than one layer.
+  for (int64_t i = 0; surplus > 0; ++i) {
+    const int64_t k = (i % 2 == 0) ? i / 2 : chunks - 1 - i / 2;
+    --counts[static_cast<size_t>(k)];
+    --surplus;
+  }
+  return counts;
+}
+
+std::vector<ChunkInfo> model_chunks(const Job& job) {
+  const std::vector<int64_t> counts = chunk_layer_counts(job);
+  std::vector<ChunkInfo> out;
+  out.reserve(counts.size());
+  int64_t layer = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    ChunkInfo c;
+    c.model_chunk = static_cast<int64_t>(k);
+    c.stage = c.model_chunk % job.plan.pp;
+    c.virtual_index = c.model_chunk / job.plan.pp;
+    c.layer_begin = layer;
+    layer += counts[k];
+    c.layer_end = layer;
+    c.has_embedding = k == 0;
+    c.has_head = k + 1 == counts.size();
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<ChunkInfo> stage_chunks(const Job& job, int64_t stage) {
+  std::vector<ChunkInfo> out;
+  for (const ChunkInfo& c : model_chunks(job)) {
+    if (c.stage == stage) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace podsim::strategies

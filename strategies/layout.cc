@@ -1,0 +1,128 @@
+#include "strategies/layout.h"
+
+namespace podsim::strategies {
+namespace {
+size_t idx(Dim d) { return static_cast<size_t>(d); }
+}  // namespace
+
+Layout::Layout(const ParallelPlan& plan)
+    : tp_(plan.tp),
+      cp_(plan.cp),
+      dp_(plan.dp),
+      pp_(plan.pp),
+      ep_(plan.ep),
+      shard_(plan.shard_group > 0 ? plan.shard_group : plan.dp * plan.cp),
+      world_(plan.tp * plan.cp * plan.dp * plan.pp) {
+  int64_t stride = 1;
+  for (Dim d : plan.order) {
+    if (d == Dim::kEp) continue;
+    stride_[idx(d)] = stride;
+    stride *= d == Dim::kTp ? tp_ : d == Dim::kCp ? cp_ : d == Dim::kDp ? dp_ : pp_;
+  }
+}
+
+Coords Layout::coords(int64_t rank) const {
+  Coords c;
+  c.tp = (rank / stride_[idx(Dim::kTp)]) % tp_;
+  c.cp = (rank / stride_[idx(Dim::kCp)]) % cp_;
+  c.dp = (rank / stride_[idx(Dim::kDp)]) % dp_;
+  c.pp = (rank / stride_[idx(Dim::kPp)]) % pp_;
+  const int64_t j = c.cp + cp_ * c.dp;
+  c.ep = j % ep_;
+  c.edp = j / ep_;
+  return c;
+}
+
+int64_t Layout::rank(const Coords& c) const {
+  return c.tp * stride_[idx(Dim::kTp)] + c.cp * stride_[idx(Dim::kCp)] +
+         c.dp * stride_[idx(Dim::kDp)] + c.pp * stride_[idx(Dim::kPp)];
+}
+
+int64_t Layout::group_size(GroupKind kind) const {
+  switch (kind) {
+    case GroupKind::kTp:
+      return tp_;
+    case GroupKind::kCp:
+      return cp_;
+    case GroupKind::kDp:
+      return dp_;
+    case GroupKind::kDpCp:
+      return dp_ * cp_;
+    case GroupKind::kEp:
+      return ep_;
+    case GroupKind::kExpertDp:
+      return dp_ * cp_ / ep_;
+    case GroupKind::kPp:
+      return pp_;
+    case GroupKind::kShard:
+      return shard_;
+    case GroupKind::kReplica:
+      return dp_ * cp_ / shard_;
+    case GroupKind::kEmbedding:
+      return pp_ > 1 ? 2 : 1;
+  }
+  return 1;
+}
+
+std::vector<int64_t> Layout::group(int64_t rank, GroupKind kind) const {
+  const Coords c = coords(rank);
+  std::vector<int64_t> out;
+  auto with = [&](Coords x) { out.push_back(this->rank(x)); };
+  // The dp x cp index j = cp + cp_size * dp and back.
+  const int64_t j = c.cp + cp_ * c.dp;
+  auto at_j = [&](int64_t jj) {
+    Coords x = c;
+    x.cp = jj % cp_;
+    x.dp = jj / cp_;
+    with(x);
+  };
+  switch (kind) {
+    case GroupKind::kTp:
+      for (int64_t i = 0; i < tp_; ++i) with({i, c.cp, 0, c.dp, c.pp, 0});
+      break;
+    case GroupKind::kCp:
+      for (int64_t i = 0; i < cp_; ++i) with({c.tp, i, 0, c.dp, c.pp, 0});
+      break;
+    case GroupKind::kDp:
+      for (int64_t i = 0; i < dp_; ++i) with({c.tp, c.cp, 0, i, c.pp, 0});
+      break;
+    case GroupKind::kDpCp:
+      for (int64_t i = 0; i < dp_ * cp_; ++i) at_j(i);
+      break;
+    case GroupKind::kEp:
+      for (int64_t i = 0; i < ep_; ++i) at_j(c.edp * ep_ + i);
+      break;
+    case GroupKind::kExpertDp:
+      for (int64_t i = 0; i < dp_ * cp_ / ep_; ++i) at_j(i * ep_ + c.ep);
+      break;
+    case GroupKind::kPp:
+      for (int64_t i = 0; i < pp_; ++i) with({c.tp, c.cp, 0, c.dp, i, 0});
+      break;
+    case GroupKind::kShard:
+      for (int64_t i = 0; i < shard_; ++i) at_j((j / shard_) * shard_ + i);
+      break;
+    case GroupKind::kReplica:
+      for (int64_t i = 0; i < dp_ * cp_ / shard_; ++i) at_j(i * shard_ + j % shard_);
+      break;
+    case GroupKind::kEmbedding:
+      with({c.tp, c.cp, 0, c.dp, 0, 0});
+      if (pp_ > 1) with({c.tp, c.cp, 0, c.dp, pp_ - 1, 0});
+      break;
+  }
+  return out;
+}
+
+int64_t Layout::on_stage(int64_t rank, int64_t stage) const {
+  Coords c = coords(rank);
+  c.pp = stage;
+  return this->rank(c);
+}
+
+int64_t Layout::representative(int64_t stage) const { return rank({0, 0, 0, 0, stage, 0}); }
+
+bool Layout::is_representative(int64_t rank) const {
+  const Coords c = coords(rank);
+  return c.tp == 0 && c.cp == 0 && c.dp == 0;
+}
+
+}  // namespace podsim::strategies

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "strategies/plan.h"
+
+namespace podsim::strategies {
+
+/// Groups of ranks that communicate.
+enum class GroupKind : uint8_t {
+  kTp,         ///< tensor parallel
+  kCp,         ///< context parallel
+  kDp,         ///< data parallel (same cp coordinate)
+  kDpCp,       ///< dense-gradient group: dp x cp ranks holding the same dense weights
+  kEp,         ///< expert parallel (carved out of dp x cp)
+  kExpertDp,   ///< expert-gradient group: ranks holding the same experts
+  kPp,         ///< every stage of one pipeline
+  kShard,      ///< HSDP: one shard group inside the dp x cp group
+  kReplica,    ///< HSDP: the ranks holding the same shard in different shard groups
+  kEmbedding,  ///< first and last stage of one pipeline (tied embeddings)
+};
+inline constexpr int kGroupKinds = 10;
+
+/// Coordinates of a rank. `ep` and `edp` (expert-data-parallel index) are
+/// derived from cp and dp: j = cp + cp_size * dp, ep = j % ep_size,
+/// edp = j / ep_size.
+struct Coords {
+  int64_t tp = 0, cp = 0, ep = 0, dp = 0, pp = 0, edp = 0;
+  auto operator<=>(const Coords&) const = default;
+};
+
+/// Global rank <-> coordinates, and the groups of a rank.
+///
+/// Ranks are laid out by `plan.order`, innermost (fastest-varying) first:
+/// with the default tp-cp-ep-dp-pp, rank = tp + T*(cp + C*(dp + D*pp)). The
+/// expert-parallel dimension does not add ranks: as in Megatron, the dp x cp
+/// ranks of one (tp, pp) position are regrouped as ep x edp, ep innermost
+/// (consecutive data-parallel indices form an EP group), so ep's position in
+/// `order` is ignored. The lead maps rank i to GPU i, so the innermost
+/// dimensions land inside a node / NVLink domain.
+class Layout {
+ public:
+  Layout() : Layout(ParallelPlan{}) {}
+  explicit Layout(const ParallelPlan& plan);
+
+  int64_t world() const { return world_; }
+  Coords coords(int64_t rank) const;
+  /// The rank at tp, cp, dp, pp of `c` (ep and edp are ignored).
+  int64_t rank(const Coords& c) const;
+  int64_t stage(int64_t rank) const { return coords(rank).pp; }
+  /// Members of `rank`'s group of `kind`, ordered by their index along it
+  /// (ring order for ring algorithms). Always contains `rank`.
+  std::vector<int64_t> group(int64_t rank, GroupKind kind) const;
+  /// The rank with the same tp, cp, dp on pipeline stage `stage`.
+  int64_t on_stage(int64_t rank, int64_t stage) const;
+  /// The representative of a stage: tp = cp = dp = 0.
+  int64_t representative(int64_t stage) const;
+  /// Whether a rank is a representative.
+  bool is_representative(int64_t rank) const;
+  /// Size of a group kind (same for every rank).
+  int64_t group_size(GroupKind kind) const;
+
+ private:
+  int64_t tp_, cp_, dp_, pp_, ep_, shard_;
+  int64_t world_;
+  std::array<int64_t, kDims> stride_{};  // by Dim index; kEp unused
+};
+
+}  // namespace podsim::strategies

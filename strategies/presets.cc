@@ -1,0 +1,87 @@
+#include "strategies/presets.h"
+
+#include <array>
+
+namespace podsim::strategies {
+namespace {
+
+ModelShape llama(std::string name, int64_t layers, int64_t hidden, int64_t ffn, int64_t heads,
+                 int64_t kv, int64_t vocab, std::string source) {
+  ModelShape m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn_hidden = ffn;
+  m.heads = heads;
+  m.kv_heads = kv;
+  m.head_dim = hidden / heads;
+  m.vocab = vocab;
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.tied_embeddings = false;
+  m.source = std::move(source);
+  return m;
+}
+
+ModelShape make(std::string_view name) {
+  if (name == "gpt3-175b") {
+    ModelShape m;
+    m.name = "gpt3-175b";
+    m.layers = 96;
+    m.hidden = 12288;
+    m.ffn_hidden = 4 * 12288;
+    m.heads = 96;
+    m.kv_heads = 96;
+    m.head_dim = 128;
+    m.vocab = 50257;  // GPT-2 BPE (hardware.md: unverified)
+    m.mlp = MlpKind::kGelu;
+    m.norm = NormKind::kLayerNorm;
+    m.tied_embeddings = true;
+    m.source = "Brown et al. 2020 (GPT-3) Table 2.1; hardware.md section 5 [S48]";
+    return m;
+  }
+  if (name == "llama2-7b") {
+    return llama("llama2-7b", 32, 4096, 11008, 32, 32, 32000,
+                 "Llama 2 HF config; hardware.md [S47]");
+  }
+  if (name == "llama2-70b") {
+    return llama("llama2-70b", 80, 8192, 28672, 64, 8, 32000,
+                 "Llama 2 HF config; hardware.md [S47]");
+  }
+  if (name == "llama3-8b") {
+    return llama("llama3-8b", 32, 4096, 14336, 32, 8, 128256,
+                 "Llama 3 herd paper Table 3, llama-models; hardware.md [S35][S46]");
+  }
+  if (name == "llama3-70b") {
+    return llama("llama3-70b", 80, 8192, 28672, 64, 8, 128256,
+                 "Llama 3 herd paper Table 3, llama-models; hardware.md [S35][S46]");
+  }
+  if (name == "llama3-405b") {
+    return llama("llama3-405b", 126, 16384, 53248, 128, 8, 128256,
+                 "Llama 3 herd paper Table 3, llama-models; hardware.md [S35][S46]");
+  }
+  if (name == "mixtral-8x7b") {
+    ModelShape m = llama("mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000,
+                         "Mixtral of Experts (Jiang et al. 2024); hardware.md [S49]");
+    m.moe = MoeShape{8, 2, 14336, 0};
+    return m;
+  }
+  return {};
+}
+
+constexpr std::array<std::string_view, 7> kNames{"gpt3-175b",   "llama2-7b",  "llama2-70b",
+                                                 "llama3-8b",   "llama3-70b", "llama3-405b",
+                                                 "mixtral-8x7b"};
+
+}  // namespace
+
+std::optional<ModelShape> model_preset(std::string_view name) {
+  for (std::string_view n : kNames) {
+    if (n == name) return make(name);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string_view> model_preset_names() { return {kNames.begin(), kNames.end()}; }
+
+}  // namespace podsim::strategies

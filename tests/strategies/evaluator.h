@@ -1,0 +1,108 @@
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "strategies/schedule.h"
+
+namespace podsim::strategies::testing {
+
+/// Start and finish of every task of a schedule run by an earliest-start list
+/// scheduler: a task starts when its dependencies and the previous task of
+/// its (rank, stream) have finished. No contention beyond the streams, so
+/// communication is free when its duration is 0.
+struct Timeline {
+  std::vector<double> start, finish;
+  size_t done = 0;  ///< tasks that ran; < tasks.size() means a cycle
+  double makespan = 0;
+};
+
+inline Timeline evaluate(const Schedule& s, const std::function<double(const Task&)>& duration) {
+  const size_t n = s.tasks.size();
+  // Implicit edge: the previous task on the same rank and stream.
+  std::vector<std::vector<TaskId>> succ(n);
+  std::vector<int> indegree(n, 0);
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    std::vector<int64_t> last(kStreams, -1);
+    for (uint32_t t = s.rank_begin[ri]; t < s.rank_begin[ri + 1]; ++t) {
+      const auto stream = static_cast<size_t>(s.tasks[t].stream);
+      if (last[stream] >= 0) {
+        succ[static_cast<size_t>(last[stream])].push_back(t);
+        ++indegree[t];
+      }
+      last[stream] = t;
+    }
+  }
+  for (TaskId t = 0; t < n; ++t) {
+    for (TaskId before : s.dependencies(t)) {
+      succ[before].push_back(t);
+      ++indegree[t];
+    }
+  }
+  Timeline tl;
+  tl.start.assign(n, 0);
+  tl.finish.assign(n, 0);
+  std::vector<TaskId> ready;
+  for (TaskId t = 0; t < n; ++t) {
+    if (indegree[t] == 0) ready.push_back(t);
+  }
+  while (!ready.empty()) {
+    const TaskId t = ready.back();
+    ready.pop_back();
+    tl.finish[t] = tl.start[t] + duration(s.tasks[t]);
+    tl.makespan = std::max(tl.makespan, tl.finish[t]);
+    ++tl.done;
+    for (TaskId next : succ[t]) {
+      tl.start[next] = std::max(tl.start[next], tl.finish[t]);
+      if (--indegree[next] == 0) ready.push_back(next);
+    }
+  }
+  return tl;
+}
+
+/// Unit costs per layer: F 1, B 2 (or Bi 1 + W 1), R `recompute` (0 by
+/// default), embedding, head, optimizer and communication free.
+inline std::function<double(const Task&)> layer_costs(double forward = 1, double backward = 2,
+                                                      double recompute = 0) {
+  return [=](const Task& t) {
+    const double layers = t.layer_end - t.layer_begin;
+    switch (t.kind) {
+      case TaskKind::kForward:
+        return forward * layers;
+      case TaskKind::kBackward:
+        return backward * layers;
+      case TaskKind::kBackwardInput:
+      case TaskKind::kBackwardWeight:
+        return backward / 2 * layers;
+      case TaskKind::kRecompute:
+        return recompute * layers;
+      default:
+        return 0.0;
+    }
+  };
+}
+
+/// Busy time of rank index `ri`'s compute stream.
+inline double compute_busy(const Schedule& s, size_t ri,
+                           const std::function<double(const Task&)>& duration) {
+  double busy = 0;
+  for (const Task& t : s.rank_tasks(ri)) {
+    if (t.stream == Stream::kCompute) busy += duration(t);
+  }
+  return busy;
+}
+
+/// Peak of alloc/free deltas walking one rank's tasks in program order.
+inline double peak_in_order(const Schedule& s, size_t ri, Stream stream = Stream::kCompute) {
+  double now = 0, peak = 0;
+  for (const Task& t : s.rank_tasks(ri)) {
+    if (t.stream != stream) continue;
+    now += t.alloc_bytes;
+    peak = std::max(peak, now);
+    now -= t.free_bytes;
+  }
+  return peak;
+}
+
+}  // namespace podsim::strategies::testing

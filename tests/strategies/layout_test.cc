@@ -1,0 +1,155 @@
+#include "strategies/layout.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "strategies/job.h"
+#include "tests/strategies/test_util.h"
+
+namespace podsim::strategies {
+namespace {
+
+ParallelPlan plan(int64_t tp, int64_t cp, int64_t dp, int64_t pp, int64_t ep = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.cp = cp;
+  p.dp = dp;
+  p.pp = pp;
+  p.ep = ep;
+  return p;
+}
+
+TEST(Layout, DefaultOrderIsTpInnermostPpOutermost) {
+  const Layout l(plan(8, 2, 4, 3));
+  EXPECT_EQ(l.world(), 8 * 2 * 4 * 3);
+  // rank = tp + 8 * (cp + 2 * (dp + 4 * pp))
+  const Coords c = l.coords(8 * (1 + 2 * (3 + 4 * 2)) + 5);
+  EXPECT_EQ(c.tp, 5);
+  EXPECT_EQ(c.cp, 1);
+  EXPECT_EQ(c.dp, 3);
+  EXPECT_EQ(c.pp, 2);
+  for (int64_t r = 0; r < l.world(); ++r) EXPECT_EQ(l.rank(l.coords(r)), r);
+  EXPECT_EQ(l.group(13, GroupKind::kTp), (std::vector<int64_t>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(l.group(0, GroupKind::kPp), (std::vector<int64_t>{0, 64, 128}));
+  EXPECT_EQ(l.group(0, GroupKind::kDp), (std::vector<int64_t>{0, 16, 32, 48}));
+  EXPECT_EQ(l.group(0, GroupKind::kDpCp).size(), 8u);
+  EXPECT_EQ(l.representative(2), 128);
+}
+
+TEST(Layout, CustomOrderPutsDpOutermost) {
+  // Llama 3: [TP, CP, PP, DP] innermost to outermost.
+  ParallelPlan p = plan(8, 1, 4, 16);
+  p.order = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kPp, Dim::kDp};
+  const Layout l(p);
+  EXPECT_EQ(l.group(0, GroupKind::kPp)[1], 8);
+  EXPECT_EQ(l.group(0, GroupKind::kDp)[1], 8 * 16);
+  for (int64_t r = 0; r < l.world(); ++r) EXPECT_EQ(l.rank(l.coords(r)), r);
+}
+
+TEST(Layout, GroupsPartitionTheRanks) {
+  ParallelPlan p = plan(2, 2, 4, 2, 4);
+  p.shard_group = 4;
+  const Layout l(p);
+  for (GroupKind kind :
+       {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kDpCp, GroupKind::kEp,
+        GroupKind::kExpertDp, GroupKind::kPp, GroupKind::kShard, GroupKind::kReplica}) {
+    std::set<int64_t> seen;
+    std::set<std::vector<int64_t>> groups;
+    for (int64_t r = 0; r < l.world(); ++r) {
+      const std::vector<int64_t> g = l.group(r, kind);
+      EXPECT_EQ(static_cast<int64_t>(g.size()), l.group_size(kind));
+      EXPECT_NE(std::find(g.begin(), g.end(), r), g.end());
+      groups.insert(g);
+    }
+    for (const auto& g : groups) {
+      for (int64_t r : g) EXPECT_TRUE(seen.insert(r).second) << "rank in two groups";
+    }
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), l.world());
+  }
+}
+
+TEST(Layout, ExpertParallelIsCarvedFromDataAndContextRanks) {
+  // tp 2, cp 2, dp 4, ep 4: the 8 dp x cp ranks of a (tp, pp) position split
+  // into 2 EP groups of 4 consecutive data-parallel indices (cp innermost).
+  const Layout l(plan(2, 2, 4, 1, 4));
+  EXPECT_EQ(l.group(0, GroupKind::kEp), (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(l.group(0, GroupKind::kExpertDp), (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(l.group(1, GroupKind::kEp), (std::vector<int64_t>{1, 3, 5, 7}));
+  EXPECT_EQ(l.coords(6).ep, 3);
+  EXPECT_EQ(l.coords(8).edp, 1);
+}
+
+TEST(Layout, HsdpShardsInsideReplicasAcross) {
+  ParallelPlan p = plan(1, 1, 8, 1);
+  p.shard_group = 4;
+  const Layout l(p);
+  EXPECT_EQ(l.group(5, GroupKind::kShard), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(l.group(5, GroupKind::kReplica), (std::vector<int64_t>{1, 5}));
+}
+
+TEST(Layers, UnevenStagesLightenTheEnds) {
+  // Llama 3 405B: 126 layers on 16 stages, one fewer on the first and last.
+  Job job = testing::preset_job("llama3-405b", 8192, 16);
+  job.plan.pp = 16;
+  std::vector<int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  EXPECT_EQ(chunk_layer_counts(job), expected);
+  // With 2 virtual stages: 32 chunks of 4, the first and last model chunks 3.
+  job.plan.virtual_stages = 2;
+  job.plan.schedule = PipelineSchedule::kInterleavedOneFOneB;
+  const std::vector<int64_t> v2 = chunk_layer_counts(job);
+  EXPECT_EQ(v2.front(), 3);
+  EXPECT_EQ(v2.back(), 3);
+  EXPECT_EQ(std::count(v2.begin(), v2.end(), 4), 30);
+  // The first model chunk (embedding) is on stage 0, the last (head) on 15.
+  EXPECT_TRUE(stage_chunks(job, 0).front().has_embedding);
+  EXPECT_TRUE(stage_chunks(job, 15).back().has_head);
+  EXPECT_EQ(stage_chunks(job, 15).back().layer_end, 126);
+  // 5 surplus layers on 8 chunks: first, last, second, second-to-last, third.
+  job.model.layers = 27;
+  job.plan.pp = 8;
+  job.plan.virtual_stages = 1;
+  EXPECT_EQ(chunk_layer_counts(job), (std::vector<int64_t>{3, 3, 3, 4, 4, 4, 3, 3}));
+}
+
+TEST(Validate, NamesThePathOfEachProblem) {
+  Job job = testing::preset_job("llama3-70b", 8192, 30);
+  job.plan.tp = 3;               // does not divide 64 heads
+  job.plan.dp = 4;               // 30 % 4 != 0
+  job.plan.ep = 2;               // no moe
+  job.plan.virtual_stages = 2;   // not interleaved
+  job.plan.order[0] = Dim::kPp;  // pp twice
+  const std::vector<PlanProblem> problems = validate(job);
+  std::set<std::string> paths;
+  for (const PlanProblem& p : problems) paths.insert(p.path);
+  EXPECT_TRUE(paths.count("/parallelism/tp"));
+  EXPECT_TRUE(paths.count("/training/global_batch"));
+  EXPECT_TRUE(paths.count("/parallelism/ep"));
+  EXPECT_TRUE(paths.count("/parallelism/pipeline/virtual_stages"));
+  EXPECT_TRUE(paths.count("/parallelism/order"));
+  for (const PlanProblem& p : problems) EXPECT_FALSE(p.message.empty());
+
+  Job ok = testing::preset_job("llama3-405b", 131072, 128);
+  ok.plan = {};
+  ok.plan.dp = 8;
+  ok.plan.tp = 8;
+  ok.plan.pp = 16;
+  ok.plan.cp = 16;
+  ok.plan.sequence_parallel = true;
+  ok.plan.schedule = PipelineSchedule::kInterleavedOneFOneB;
+  ok.plan.virtual_stages = 2;
+  ok.plan.context = ContextAlgorithm::kAllGather;
+  EXPECT_TRUE(validate(ok).empty());
+  ok.options.flash_attention = false;
+  ASSERT_EQ(validate(ok).size(), 1u);
+  EXPECT_EQ(validate(ok)[0].path, "/options/flash_attention");
+  ok.options.flash_attention = true;
+  ok.training.global_batch = 8 * 24;  // 24 micro-batches, not a multiple of pp=16
+  ASSERT_EQ(validate(ok).size(), 1u);
+  EXPECT_EQ(validate(ok)[0].path, "/training/global_batch");
+}
+
+}  // namespace
+}  // namespace podsim::strategies

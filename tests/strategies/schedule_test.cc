@@ -1,0 +1,451 @@
+#include "strategies/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "strategies/memory.h"
+#include "tests/strategies/evaluator.h"
+#include "tests/strategies/test_util.h"
+
+namespace podsim::strategies {
+namespace {
+
+using testing::compute_busy;
+using testing::evaluate;
+using testing::layer_costs;
+using testing::peak_in_order;
+using testing::preset_job;
+
+/// A pipeline-only job: `layers` layers, pp stages, m micro-batches.
+Job pipeline_job(PipelineSchedule schedule, int64_t pp, int64_t m, int64_t layers, int64_t v = 1) {
+  Job job = preset_job("llama3-8b", 1024, m);
+  job.model.layers = layers;
+  job.plan.pp = pp;
+  job.plan.schedule = schedule;
+  job.plan.virtual_stages = v;
+  return job;
+}
+
+Schedule build(const Job& job, Scope scope = Scope::kEveryRank) {
+  BuildResult r = build_schedule(job, scope);
+  for (const PlanProblem& p : r.problems) ADD_FAILURE() << p.path << ": " << p.message;
+  return std::move(*r.schedule);
+}
+
+/// Idle fraction of each stage's compute stream over the step.
+std::vector<double> bubble_fractions(const Schedule& s,
+                                     const std::function<double(const Task&)>& cost) {
+  const testing::Timeline tl = evaluate(s, cost);
+  EXPECT_EQ(tl.done, s.tasks.size());
+  std::vector<double> out;
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    out.push_back(1.0 - compute_busy(s, ri, cost) / tl.makespan);
+  }
+  return out;
+}
+
+TEST(PipelineBubble, GpipeAndOneFOneBAreP1OverMP1) {
+  // Uniform stages (one layer each), F = 1, B = 2: the step is (m + p - 1)
+  // (F + B) and every stage idles (p - 1)(F + B) of it.
+  for (PipelineSchedule sched : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+    for (auto [p, m] : {std::pair<int64_t, int64_t>{4, 8}, {2, 3}, {8, 8}, {4, 1}}) {
+      const Schedule s = build(pipeline_job(sched, p, m, p));
+      const double expected = static_cast<double>(p - 1) / static_cast<double>(m + p - 1);
+      for (double b : bubble_fractions(s, layer_costs())) {
+        EXPECT_NEAR(b, expected, 1e-12) << "p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST(PipelineBubble, InterleavingDividesTheBubbleByV) {
+  // Megatron's interleaved schedule: the bubble is (p-1)/v stage-passes, so
+  // idle / ideal = (p - 1) / (v m).
+  for (auto [p, v, m] :
+       {std::tuple<int64_t, int64_t, int64_t>{4, 2, 8}, {4, 3, 4}, {2, 4, 6}, {8, 2, 16}}) {
+    const Schedule s = build(pipeline_job(PipelineSchedule::kInterleavedOneFOneB, p, m, p * v, v));
+    const auto cost = layer_costs();
+    const testing::Timeline tl = evaluate(s, cost);
+    ASSERT_EQ(tl.done, s.tasks.size());
+    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+      const double ideal = compute_busy(s, ri, cost);
+      EXPECT_NEAR((tl.makespan - ideal) / ideal,
+                  static_cast<double>(p - 1) / static_cast<double>(v * m), 1e-12)
+          << "p=" << p << " v=" << v << " m=" << m;
+    }
+  }
+}
+
+TEST(PipelineBubble, ZeroBubbleH1BeatsOneFOneB) {
+  // F = B = W = 1 (ZB-H1's setting): 1F1B with B+W fused idles 3(p-1) of
+  // 3m + 3(p-1); ZB-H1 idles (p-1)(F + B - W) = p-1 (Qi et al. 2023).
+  for (auto [p, m] : {std::pair<int64_t, int64_t>{4, 8}, {4, 12}, {8, 16}}) {
+    const auto cost = layer_costs(1, 2);
+    const Schedule zb = build(pipeline_job(PipelineSchedule::kZeroBubble, p, m, p));
+    const Schedule fb = build(pipeline_job(PipelineSchedule::kOneFOneB, p, m, p));
+    const testing::Timeline tz = evaluate(zb, cost);
+    const testing::Timeline tf = evaluate(fb, cost);
+    ASSERT_EQ(tz.done, zb.tasks.size());
+    EXPECT_DOUBLE_EQ(tf.makespan, static_cast<double>(3 * m + 3 * (p - 1)));
+    EXPECT_LT(tz.makespan, tf.makespan);
+    EXPECT_DOUBLE_EQ(tz.makespan, static_cast<double>(3 * m + (p - 1))) << "p=" << p;
+  }
+}
+
+TEST(PipelineMemory, OneFOneBKeepsPMicroBatchesGpipeM) {
+  const int64_t p = 4, m = 8;
+  for (PipelineSchedule sched :
+       {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe, PipelineSchedule::kZeroBubble}) {
+    const Job job = pipeline_job(sched, p, m, 2 * p);
+    const Schedule s = build(job);
+    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+      const int64_t stage = s.layout.stage(s.ranks[ri]);
+      const ChunkInfo c = stage_chunks(job, stage).front();
+      const double per_mb =
+          stored_activation_bytes(job, c, c.layer_begin, c.layer_end, c.has_embedding, c.has_head);
+      const double in_flight = peak_in_order(s, ri) / per_mb;
+      if (sched == PipelineSchedule::kGpipe) {
+        EXPECT_NEAR(in_flight, m, 1e-9);
+      } else if (sched == PipelineSchedule::kOneFOneB) {
+        EXPECT_NEAR(in_flight, static_cast<double>(p - stage), 1e-9) << "stage " << stage;
+      } else {
+        // ZB-H1 lets every stage hold p micro-batches (F done, W not done),
+        // 1F1B's peak on stage 0; a micro-batch between B and W holds only
+        // the GEMM inputs plus the output gradients W needs.
+        int64_t open = 0, most = 0;
+        for (const Task& t : s.rank_tasks(ri)) {
+          open += t.kind == TaskKind::kForward;
+          open -= t.kind == TaskKind::kBackwardWeight;
+          most = std::max(most, open);
+        }
+        EXPECT_EQ(most, std::min(p, m)) << "stage " << stage;
+        const LayerActivations a = layer_activations(job);
+        const double grads = static_cast<double>(c.layers()) * a.output_grads;
+        EXPECT_LE(peak_in_order(s, ri), static_cast<double>(p) * (per_mb + grads));
+        EXPECT_GE(in_flight, static_cast<double>(p - stage));
+      }
+    }
+  }
+}
+
+/// Structural checks every schedule must pass.
+void check_structure(const Schedule& s) {
+  const testing::Timeline tl = evaluate(s, layer_costs(1, 2, 1));
+  ASSERT_EQ(tl.done, s.tasks.size()) << "dependency cycle";
+  // Every forward precedes its backward; every (micro-batch, layer) runs
+  // forward once and backward once (B and W once each) on every rank.
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    std::map<std::pair<int32_t, int32_t>, double> forward_end;
+    std::map<std::tuple<int, int32_t, int32_t>, int> visits;
+    for (uint32_t id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+      const Task& t = s.tasks[id];
+      if (t.stream != Stream::kCompute || t.micro_batch < 0) continue;
+      for (int32_t l = t.layer_begin; l < t.layer_end; ++l) {
+        ++visits[{static_cast<int>(t.kind), t.micro_batch, l}];
+        if (t.kind == TaskKind::kForward) forward_end[{t.micro_batch, l}] = tl.finish[id];
+        if (t.kind == TaskKind::kBackward || t.kind == TaskKind::kBackwardInput ||
+            t.kind == TaskKind::kRecompute) {
+          const auto f = forward_end.find({t.micro_batch, l});
+          ASSERT_NE(f, forward_end.end());
+          EXPECT_GE(tl.start[id], f->second);
+        }
+      }
+    }
+    const int64_t stage = s.layout.stage(s.ranks[ri]);
+    const bool zb = s.job.plan.schedule == PipelineSchedule::kZeroBubble;
+    const bool rc = s.job.plan.recompute.mode != RecomputeMode::kNone;
+    for (const ChunkInfo& c : stage_chunks(s.job, stage)) {
+      for (int32_t mb = 0; mb < s.micro_batches; ++mb) {
+        for (auto l = static_cast<int32_t>(c.layer_begin); l < c.layer_end; ++l) {
+          auto count = [&](TaskKind k) { return visits[{static_cast<int>(k), mb, l}]; };
+          EXPECT_EQ(count(TaskKind::kForward), 1);
+          EXPECT_EQ(count(TaskKind::kBackward), zb ? 0 : 1);
+          EXPECT_EQ(count(TaskKind::kBackwardInput), zb ? 1 : 0);
+          EXPECT_EQ(count(TaskKind::kBackwardWeight), zb ? 1 : 0);
+          EXPECT_EQ(count(TaskKind::kRecompute), rc ? 1 : 0);
+        }
+      }
+    }
+  }
+  // Pipeline transfers go to the next / previous stage, and every forward
+  // of a later model chunk waits for one.
+  for (TaskId id = 0; id < s.tasks.size(); ++id) {
+    const Task& t = s.tasks[id];
+    if (t.purpose == CommPurpose::kActivation || t.purpose == CommPurpose::kGradient) {
+      const int64_t to = s.layout.stage(t.peer);
+      const int64_t step = t.purpose == CommPurpose::kActivation ? 1 : -1;
+      EXPECT_EQ(to, (t.stage + step + s.job.plan.pp) % s.job.plan.pp);
+    }
+    if (t.kind == TaskKind::kForward && t.model_chunk > 0 &&
+        t.layer_begin == stage_chunks(s.job, t.stage)[static_cast<size_t>(t.chunk)].layer_begin) {
+      bool waits = false;
+      for (TaskId before : s.dependencies(id)) {
+        waits |= s.tasks[before].purpose == CommPurpose::kActivation &&
+                 s.tasks[before].micro_batch == t.micro_batch;
+      }
+      EXPECT_TRUE(waits) << s.task_name(id);
+    }
+  }
+  // In an every-rank schedule each collective instance appears once on every
+  // member of its group.
+  if (s.scope == Scope::kEveryRank) {
+    std::map<int64_t, std::set<int64_t>> members;
+    std::map<int64_t, int32_t> group_of;
+    for (const Task& t : s.tasks) {
+      if (t.group < 0) continue;
+      EXPECT_TRUE(members[t.instance].insert(t.rank).second);
+      group_of[t.instance] = t.group;
+    }
+    for (const auto& [instance, ranks] : members) {
+      const Group& g = s.groups[static_cast<size_t>(group_of[instance])];
+      EXPECT_EQ(ranks, std::set<int64_t>(g.ranks.begin(), g.ranks.end()));
+    }
+  }
+}
+
+std::vector<Job> varied_jobs() {
+  std::vector<Job> jobs;
+  for (PipelineSchedule sched :
+       {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+        PipelineSchedule::kInterleavedOneFOneB, PipelineSchedule::kZeroBubble}) {
+    for (int zero : {0, 1, 2, 3}) {
+      for (bool overlap : {true, false}) {
+        Job job = preset_job("llama3-8b", 2048, 16);
+        job.model.layers = 8;
+        job.plan.tp = 2;
+        job.plan.dp = 2;
+        job.plan.pp = 2;
+        job.plan.cp = 2;
+        job.plan.sequence_parallel = true;
+        job.plan.schedule = sched;
+        job.plan.virtual_stages = sched == PipelineSchedule::kInterleavedOneFOneB ? 2 : 1;
+        job.plan.zero = zero;
+        job.options.overlap_dp = overlap;
+        job.options.overlap_pp = overlap;
+        job.options.dp_bucket_params = 300'000'000;  // a few layers per bucket
+        job.plan.recompute.mode = zero == 1 ? RecomputeMode::kFull : RecomputeMode::kNone;
+        jobs.push_back(job);
+      }
+    }
+  }
+  Job hsdp = preset_job("llama3-8b", 2048, 16);
+  hsdp.model.layers = 4;
+  hsdp.plan.dp = 8;
+  hsdp.plan.zero = 3;
+  hsdp.plan.shard_group = 4;
+  hsdp.plan.recompute.mode = RecomputeMode::kSelective;
+  jobs.push_back(hsdp);
+  Job moe = preset_job("mixtral-8x7b", 1024, 8);
+  moe.model.layers = 4;
+  moe.plan.dp = 4;
+  moe.plan.ep = 2;
+  moe.plan.pp = 2;
+  moe.plan.zero = 1;
+  moe.plan.recompute = {RecomputeMode::kEvery, 2};
+  jobs.push_back(moe);
+  Job gpt = preset_job("gpt3-175b", 2048, 8);
+  gpt.model.layers = 6;
+  gpt.plan.pp = 3;
+  gpt.plan.dp = 2;
+  gpt.options.flash_attention = false;
+  jobs.push_back(gpt);  // tied embeddings across stages
+  return jobs;
+}
+
+TEST(ScheduleStructure, AcyclicCompleteAndConsistent) {
+  for (const Job& job : varied_jobs()) {
+    SCOPED_TRACE(testing::describe(job));
+    check_structure(build(job));
+    check_structure(build(job, Scope::kRepresentatives));
+  }
+}
+
+/// A task with its dependencies expressed as (rank, position on that rank).
+struct Portable {
+  Task task;
+  std::vector<std::pair<int64_t, int64_t>> deps;
+};
+std::vector<Portable> portable(const Schedule& s, int64_t rank) {
+  const auto ri = static_cast<size_t>(s.rank_index(rank));
+  std::vector<Portable> out;
+  for (uint32_t id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+    Portable p{s.tasks[id], {}};
+    for (TaskId before : s.dependencies(id)) {
+      const Task& b = s.tasks[before];
+      const auto bi = static_cast<size_t>(s.rank_index(b.rank));
+      p.deps.emplace_back(b.rank, static_cast<int64_t>(before - s.rank_begin[bi]));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
+  for (const Job& job : varied_jobs()) {
+    SCOPED_TRACE(testing::describe(job));
+    const Schedule all = build(job, Scope::kEveryRank);
+    const Schedule rep = build(job, Scope::kRepresentatives);
+    ASSERT_EQ(rep.ranks.size(), static_cast<size_t>(job.plan.pp));
+    for (int64_t rank : rep.ranks) {
+      ASSERT_TRUE(all.layout.is_representative(rank));
+      const std::vector<Portable> a = portable(all, rank), r = portable(rep, rank);
+      ASSERT_EQ(a.size(), r.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        const Task &x = a[i].task, &y = r[i].task;
+        EXPECT_EQ(x.kind, y.kind);
+        EXPECT_EQ(x.stream, y.stream);
+        EXPECT_EQ(x.micro_batch, y.micro_batch);
+        EXPECT_EQ(x.chunk, y.chunk);
+        EXPECT_EQ(x.layer_begin, y.layer_begin);
+        EXPECT_EQ(x.layer_end, y.layer_end);
+        EXPECT_EQ(x.purpose, y.purpose);
+        EXPECT_EQ(x.collective, y.collective);
+        EXPECT_EQ(x.peer, y.peer);
+        EXPECT_EQ(x.bytes, y.bytes);
+        EXPECT_EQ(x.alloc_bytes, y.alloc_bytes);
+        EXPECT_EQ(x.free_bytes, y.free_bytes);
+        EXPECT_EQ(x.group < 0, y.group < 0);
+        if (x.group >= 0) {
+          EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
+                    rep.groups[static_cast<size_t>(y.group)].ranks);
+        }
+        EXPECT_EQ(x.work < 0, y.work < 0);
+        if (x.work >= 0) {
+          EXPECT_EQ(all.works[static_cast<size_t>(x.work)].name,
+                    rep.works[static_cast<size_t>(y.work)].name);
+        }
+        EXPECT_EQ(a[i].deps, r[i].deps);
+      }
+    }
+  }
+}
+
+TEST(ScheduleCounts, OneFOneBTaskCounts) {
+  // p = 4, m = 8, no data parallelism: m forwards and m backwards per stage,
+  // one send per micro-batch and direction on inner boundaries, one optimizer.
+  const Schedule s = build(pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8));
+  ASSERT_EQ(s.ranks.size(), 4u);
+  for (size_t ri = 0; ri < 4; ++ri) {
+    std::map<TaskKind, int> kinds;
+    std::map<CommPurpose, int> comms;
+    for (const Task& t : s.rank_tasks(ri)) {
+      ++kinds[t.kind];
+      if (t.kind == TaskKind::kComm) ++comms[t.purpose];
+    }
+    EXPECT_EQ(kinds[TaskKind::kForward], 8);
+    EXPECT_EQ(kinds[TaskKind::kBackward], 8);
+    EXPECT_EQ(kinds[TaskKind::kOptimizer], 1);
+    EXPECT_EQ(comms[CommPurpose::kActivation], ri < 3 ? 8 : 0);
+    EXPECT_EQ(comms[CommPurpose::kGradient], ri > 0 ? 8 : 0);
+    EXPECT_EQ(s.rank_tasks(ri).size(), 17u + (ri < 3 ? 8 : 0) + (ri > 0 ? 8 : 0));
+  }
+}
+
+TEST(ScheduleCounts, DataParallelBucketsOverlapTheLastBackward) {
+  // 8 layers of ~218M parameters on one stage, 500M-parameter buckets:
+  // head (525M) alone, then layers in threes -> buckets {head}, {7,6,5},
+  // {4,3,2}, {1,0,+embedding}. The last micro-batch's backward is split
+  // into those four pieces, each followed by its all-reduce.
+  Job job = preset_job("llama3-8b", 2048, 8);
+  job.model.layers = 8;
+  job.plan.dp = 4;
+  job.options.dp_bucket_params = 500'000'000;
+  const Schedule s = build(job, Scope::kRepresentatives);
+  int backward = 0, sync = 0;
+  double synced = 0;
+  std::vector<std::pair<int32_t, int32_t>> ranges;
+  for (const Task& t : s.rank_tasks(0)) {
+    if (t.kind == TaskKind::kBackward) ++backward;
+    if (t.purpose == CommPurpose::kGradSync) {
+      ++sync;
+      synced += t.bytes;
+      EXPECT_EQ(t.collective, CollectiveKind::kAllReduce);
+      EXPECT_EQ(s.groups[static_cast<size_t>(t.group)].ranks.size(), 4u);
+      ranges.emplace_back(t.layer_begin, t.layer_end);
+    }
+  }
+  EXPECT_EQ(backward, 2 + 4 - 1);  // 2 micro-batches per replica, the last in 4 pieces
+  EXPECT_EQ(sync, 4);
+  EXPECT_EQ(ranges, (std::vector<std::pair<int32_t, int32_t>>{{8, 8}, {5, 8}, {2, 5}, {0, 2}}));
+  EXPECT_DOUBLE_EQ(synced, stage_parameters(job, 0).total() * 4);  // fp32 gradients
+}
+
+TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
+  Job job = preset_job("llama3-8b", 2048, 16);
+  job.model.layers = 4;
+  job.plan.dp = 8;
+  job.plan.zero = 3;
+  const Schedule s = build(job, Scope::kRepresentatives);
+  const int64_t m = micro_batches(job);  // 2
+  int gathers = 0, reduces = 0;
+  for (const Task& t : s.rank_tasks(0)) {
+    gathers += t.purpose == CommPurpose::kParamGather;
+    reduces += t.purpose == CommPurpose::kGradSync;
+    if (t.purpose == CommPurpose::kParamGather) {
+      EXPECT_EQ(t.collective, CollectiveKind::kAllGather);
+      EXPECT_NEAR(t.alloc_bytes, t.bytes * 7.0 / 8.0, 1e-6);
+    }
+  }
+  EXPECT_EQ(gathers, 2 * 4 * m);  // before forward and backward of each unit
+  EXPECT_EQ(reduces, 4 * m);      // reduce-scatter after each unit's backward
+}
+
+TEST(ScheduleCounts, ParamsGatherAndReduceBytesMatchParameters) {
+  // ZeRO-1: reduce-scatter every gradient once and all-gather every
+  // parameter once per step, HSDP adds a replica all-reduce of the shard.
+  Job job = preset_job("llama3-8b", 2048, 16);
+  job.model.layers = 4;
+  job.plan.dp = 8;
+  job.plan.zero = 1;
+  job.plan.shard_group = 4;
+  const Schedule s = build(job, Scope::kRepresentatives);
+  double rs = 0, ar = 0, ag = 0;
+  for (const Task& t : s.rank_tasks(0)) {
+    if (t.purpose == CommPurpose::kGradSync) rs += t.bytes;
+    if (t.purpose == CommPurpose::kGradReplicaSync) ar += t.bytes;
+    if (t.purpose == CommPurpose::kParamGather) ag += t.bytes;
+  }
+  const double params = stage_parameters(job, 0).total();
+  EXPECT_DOUBLE_EQ(rs, params * 4);
+  EXPECT_DOUBLE_EQ(ar, params * 4 / 4);
+  EXPECT_DOUBLE_EQ(ag, params * 2);
+  // With overlap the gathers open the step and the first forward runs in
+  // bucket pieces, each waiting for the gather of its own layers.
+  int pieces = 0;
+  for (uint32_t id = s.rank_begin[0]; id < s.rank_begin[1]; ++id) {
+    const Task& t = s.tasks[id];
+    if (t.kind != TaskKind::kForward || t.micro_batch != 0) continue;
+    ++pieces;
+    bool waits = false;
+    for (TaskId before : s.dependencies(id)) {
+      const Task& g = s.tasks[before];
+      waits |= g.purpose == CommPurpose::kParamGather && g.layer_begin == t.layer_begin &&
+               g.layer_end == t.layer_end;
+    }
+    EXPECT_TRUE(waits) << s.task_name(id);
+  }
+  EXPECT_GT(pieces, 1);
+}
+
+TEST(Pipeline, InterleavedOrderFollowsMegatron) {
+  // p = 2, v = 2, m = 4: forwards run micro-batches in groups of p per chunk.
+  const Job job = pipeline_job(PipelineSchedule::kInterleavedOneFOneB, 2, 4, 4, 2);
+  const std::vector<std::vector<Slot>> orders = pipeline_orders(job);
+  std::vector<std::pair<int, int>> forwards;
+  for (const Slot& s : orders[0]) {
+    if (s.kind == SlotKind::kForward) forwards.emplace_back(s.micro_batch, s.chunk);
+  }
+  EXPECT_EQ(forwards, (std::vector<std::pair<int, int>>{
+                          {0, 0}, {1, 0}, {0, 1}, {1, 1}, {2, 0}, {3, 0}, {2, 1}, {3, 1}}));
+  // Warm-up on stage 0: (p-1)*2 + (v-1)*p = 4 forwards, then the steady
+  // state's forward, then the first backward -- of the last chunk.
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(orders[0][i].kind, SlotKind::kForward);
+  EXPECT_EQ(orders[0][5].kind, SlotKind::kBackward);
+  EXPECT_EQ(orders[0][5].chunk, 1);
+  EXPECT_EQ(orders[0][5].micro_batch, 0);
+}
+
+}  // namespace
+}  // namespace podsim::strategies

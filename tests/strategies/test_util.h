@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "strategies/job.h"
+#include "strategies/presets.h"
+
+namespace podsim::strategies::testing {
+
+/// A job on a preset model with the given batch; plan left at defaults.
+inline Job preset_job(std::string_view model, int64_t seq_len, int64_t global_batch,
+                      int64_t micro_batch = 1) {
+  Job job;
+  job.model = *model_preset(model);
+  job.training.seq_len = seq_len;
+  job.training.global_batch = global_batch;
+  job.training.micro_batch = micro_batch;
+  return job;
+}
+
+/// A one-line description of a job's plan for test traces.
+inline std::string describe(const Job& job) {
+  const ParallelPlan& p = job.plan;
+  return job.model.name + " dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" +
+         std::to_string(p.pp) + " cp" + std::to_string(p.cp) + " ep" + std::to_string(p.ep) + " v" +
+         std::to_string(p.virtual_stages) + " sched" +
+         std::to_string(static_cast<int>(p.schedule)) + " zero" + std::to_string(p.zero) +
+         " shard" + std::to_string(p.shard_group) + " recompute" +
+         std::to_string(static_cast<int>(p.recompute.mode)) + " overlap_dp" +
+         std::to_string(job.options.overlap_dp);
+}
+
+}  // namespace podsim::strategies::testing

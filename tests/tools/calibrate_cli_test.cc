@@ -1,0 +1,71 @@
+// `podsim calibrate` as a user runs it. This machine (and CI) has no GPU, and
+// the asan preset builds without CUDA: both must give exit 3 and one sentence.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run_podsim(const std::string& args) {
+  CommandResult r;
+  const std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+TEST(CalibrateCli, WithoutAGpuExitsThreeWithOneSentence) {
+  const std::string out =
+      (std::filesystem::temp_directory_path() / "podsim_calibrate_cli_test_profile.json").string();
+  std::filesystem::remove(out);
+  const CommandResult r = run_podsim("calibrate --quick --out " + out);
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_EQ(r.output.rfind("no CUDA device: ", 0), 0u) << r.output;
+  // One sentence on one line, no stack, no partial profile.
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  EXPECT_GT(r.output.size(), std::string("no CUDA device: \n").size()) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CalibrateCli, UnknownOptionIsAUsageError) {
+  const CommandResult r = run_podsim("calibrate --frobnicate");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown option '--frobnicate'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("usage: podsim calibrate"), std::string::npos) << r.output;
+}
+
+TEST(CalibrateCli, BadDeviceNumberIsAUsageError) {
+  const CommandResult r = run_podsim("calibrate --device minus-one");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--device needs a device number"), std::string::npos) << r.output;
+}
+
+TEST(CalibrateCli, MissingOutputDirectoryIsRefusedBeforeMeasuring) {
+  const CommandResult r = run_podsim("calibrate --out /nonexistent-podsim-dir/profile.json");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("directory '/nonexistent-podsim-dir' does not exist"), std::string::npos)
+      << r.output;
+}
+
+TEST(CalibrateCli, HelpDescribesTheCommandAndExitsZero) {
+  const CommandResult r = run_podsim("calibrate --help");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("--out FILE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 no CUDA device"), std::string::npos) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "hwmodels/cluster_spec.h"
+
+namespace podsim::cli {
+
+/// What `podsim collective` takes from the rest of the CLI. scenarios/ owns
+/// the cluster presets and the unit-string parser; main.cc passes them here.
+struct CollectiveCliHooks {
+  /// --cluster NAME -> spec; on failure nullopt and `error` says why.
+  std::function<std::optional<hwmodels::ClusterSpec>(const std::string& name, std::string& error)>
+      cluster;
+  /// "1GiB", "512MB", "8" -> bytes; on failure nullopt and `error` says why.
+  /// Unset: a built-in parser (integer or decimal, optional B/KB/MB/GB/TB or
+  /// KiB/MiB/GiB/TiB suffix).
+  std::function<std::optional<double>(const std::string& text, std::string& error)> bytes;
+};
+
+/// `podsim collective --cluster PRESET [--op all_reduce] [--bytes 1GiB]
+/// [--gpus N] [--algo auto|ring|tree|hierarchical|nvls|direct] [--json]
+/// [--sweep [--min-bytes 8] [--max-bytes 8GiB]]`; argv[0] is "collective".
+/// Prints time, algbw and busbw (nccl-tests definitions), or an nccl-tests
+/// style table with --sweep. Exit status: 0 ok, 2 bad input (message on
+/// `err`), 1 internal failure.
+int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hooks,
+                           std::ostream& out, std::ostream& err);
+
+/// Same, on std::cout/std::cerr with default hooks (no presets: --cluster
+/// fails until main.cc wires the scenarios preset lookup).
+int run_collective_command(int argc, char** argv);
+
+}  // namespace podsim::cli
