@@ -391,8 +391,7 @@ class SpecBuilder {
     s.options.grad_format = text("/options/grad_format").value_or("fp32") == "bf16"
                                 ? sim::NumberFormat::kBf16
                                 : sim::NumberFormat::kFp32;
-    s.options.zero2_reduce_every_micro_batch =
-        flag("/options/zero2_reduce_every_micro_batch").value_or(true);
+    s.options.zero2_reduce_every_micro_batch = flag("/options/zero2_reduce_every_micro_batch");
     s.mode = text("/options/simulation").value_or("symmetric") == "every_rank"
                  ? SimulationMode::kEveryRank
                  : SimulationMode::kSymmetric;

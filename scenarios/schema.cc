@@ -33,6 +33,10 @@ constexpr KeyDecl quantity(std::string_view path, Presence presence, std::string
 constexpr KeyDecl boolean(std::string_view path, std::string_view value, std::string_view doc) {
   return {path, KeyKind::kBool, Presence::kDefault, value, Dimension::kNone, 0, 0, false, "", doc};
 }
+/// A boolean whose absence means something of its own (said in `doc`).
+constexpr KeyDecl optional_boolean(std::string_view path, std::string_view doc) {
+  return {path, KeyKind::kBool, Presence::kOptional, "", Dimension::kNone, 0, 0, false, "", doc};
+}
 constexpr KeyDecl text(std::string_view path, Presence presence, std::string_view value,
                        double max_length, std::string_view doc) {
   return {path, KeyKind::kString, presence, value, Dimension::kNone, 0, max_length, false, "", doc};
@@ -225,8 +229,10 @@ constexpr KeyDecl kScenarioKeys[] = {
           "transformer layers per ZeRO-3/FSDP unit, one all-gather each (extension)"),
   choice("/options/grad_format", "\"fp32\"", "fp32|bf16",
          "format of accumulated gradients and their reduction (extension)"),
-  boolean("/options/zero2_reduce_every_micro_batch", "true",
-          "ZeRO-2: reduce-scatter gradients after every micro-batch (DeepSpeed); false: once per step (extension)"),
+  optional_boolean("/options/zero2_reduce_every_micro_batch",
+          "ZeRO-2: reduce-scatter gradients after every micro-batch (true) or once per step "
+          "(false); unset: every micro-batch without pipeline parallelism (DeepSpeed, FSDP), "
+          "once per step with it (torchtitan; DeepSpeed refuses ZeRO-2 with PP) (extension)"),
   choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
          "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
 };

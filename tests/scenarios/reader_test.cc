@@ -57,7 +57,7 @@ TEST(Reader, BaseScenarioAndDefaults) {
   EXPECT_EQ(s.options.dp_bucket_params, 0);
   EXPECT_EQ(s.options.fsdp_unit_layers, 1);
   EXPECT_EQ(s.options.grad_format, sim::NumberFormat::kFp32);
-  EXPECT_TRUE(s.options.zero2_reduce_every_micro_batch);
+  EXPECT_FALSE(s.options.zero2_reduce_every_micro_batch.has_value());
   EXPECT_EQ(s.mode, SimulationMode::kSymmetric);
   EXPECT_TRUE(s.warnings.empty());
 }
@@ -212,7 +212,7 @@ TEST(Reader, PlanKeys) {
   EXPECT_EQ(s.options.dp_bucket_params, 50000000);
   EXPECT_EQ(s.options.fsdp_unit_layers, 2);
   EXPECT_EQ(s.options.grad_format, sim::NumberFormat::kBf16);
-  EXPECT_FALSE(s.options.zero2_reduce_every_micro_batch);
+  EXPECT_EQ(s.options.zero2_reduce_every_micro_batch, std::optional<bool>(false));
   EXPECT_EQ(s.mode, SimulationMode::kEveryRank);
   for (const char* mode : {"selective", "full", "none"}) {
     scenario["parallelism"]["recompute"] = mode;
