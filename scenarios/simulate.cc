@@ -250,8 +250,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   report.breakdown = attribute(schedule, timeline, critical, step_s);
   report.bubble_fraction = step_s > 0 ? report.breakdown.bubble / step_s : 0.0;
 
-  const double tokens =
-      static_cast<double>(spec.training.global_batch) * static_cast<double>(spec.training.seq_len);
+  const double tokens = static_cast<double>(spec.training.global_batch) *
+                        static_cast<double>(spec.training.seq_len);
   const double gpus = static_cast<double>(spec.gpus);
   const double peak = spec.cluster.gpu.peak(spec.training.precision);
   report.model_flops_per_step = strategies::model_flops_per_step(job);

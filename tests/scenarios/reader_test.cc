@@ -609,6 +609,21 @@ TEST(Reader, HostileInputsFailCleanly) {
   }
 }
 
+TEST(Reader, ClusterAlone) {
+  const Result<hwmodels::ClusterSpec> meta = read_cluster_json(json("llama3-24k"));
+  ASSERT_TRUE(meta.ok()) << problems_text(meta.problems());
+  EXPECT_EQ(meta.value().total_gpus(), 24576);
+  EXPECT_EQ(meta.value().name, "llama3-24k");
+  const Result<hwmodels::ClusterSpec> merged =
+      read_cluster_json({{"base", "dgx-h100-superpod"}, {"nodes", 4}, {"gpu", "b200"}});
+  ASSERT_TRUE(merged.ok()) << problems_text(merged.problems());
+  EXPECT_EQ(merged.value().nodes, 4);
+  EXPECT_EQ(merged.value().gpu.name, "b200");
+  const Result<hwmodels::ClusterSpec> bad = read_cluster_json(json("llama-24k"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(has_problem(bad.problems(), "/cluster", "did you mean 'llama3-24k'"));
+}
+
 TEST(Validation, PublishedFileLoadsEveryCase) {
   const Result<std::vector<ValidationCase>> cases =
       read_validation_file(testing::source_path("validation/published.json"));

@@ -234,3 +234,30 @@ TEST(Cli, ValidateReportsBadCasesAndBadFiles) {
 
 }  // namespace
 }  // namespace podsim::tools_test
+
+namespace podsim::tools_test {
+namespace {
+
+TEST(Cli, CollectiveUsesTheClusterPresetsAndUnits) {
+  const RunResult ok =
+      run_podsim({"collective", "--cluster", "dgx-h100-superpod", "--bytes", "1GiB", "--json"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_FALSE(ok.out.empty());
+  const RunResult typo = run_podsim({"collective", "--cluster", "dgx-h100-superpd"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'dgx-h100-superpod'"), std::string::npos) << typo.err;
+  const RunResult bandwidth =
+      run_podsim({"collective", "--cluster", "llama3-24k", "--bytes", "2 GB/s"});
+  EXPECT_EQ(bandwidth.exit_code, 2);
+  EXPECT_NE(bandwidth.err.find("is a bandwidth, expected a size"), std::string::npos)
+      << bandwidth.err;
+}
+
+TEST(Cli, Version) {
+  const RunResult r = run_podsim({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("podsim ", 0), 0u);
+}
+
+}  // namespace
+}  // namespace podsim::tools_test
