@@ -222,6 +222,7 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   const StepTimeline& timeline = detail.timeline;
 
   Report& report = detail.report;
+  report.warnings = spec.warnings;  // the reader's remarks come first
   report.scenario = spec.name;
   report.gpus = spec.gpus;
   report.simulation_mode = mode == SimulationMode::kEveryRank ? "every_rank" : "symmetric";

@@ -49,14 +49,7 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(io.err, label, report.problems());
     return kExitBadInput;
   }
-  // The reader's remarks belong in the report; add any the simulation left out.
-  scenarios::Report& result = report.value();
-  for (const std::string& warning : spec.value().warnings) {
-    if (std::find(result.warnings.begin(), result.warnings.end(), warning) ==
-        result.warnings.end()) {
-      result.warnings.push_back(warning);
-    }
-  }
+  const scenarios::Report& result = report.value();
   io.out << (values.count("json") != 0 ? scenarios::report_json_text(result)
                                        : scenarios::format_report_text(result));
   return kExitOk;
