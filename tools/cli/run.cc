@@ -1,5 +1,4 @@
 // podsim run [FILE] [--json] [--every-rank] [--profile FILE]
-#include <algorithm>
 #include <ostream>
 
 #include "scenarios/reader.h"
