@@ -2,19 +2,28 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <string>
 
 #include "hwmodels/gpu_model.h"
 
 // Defaults for KernelEfficiency. Source keys [Sxx] refer to
-// /work/shared/reference/hardware.md section 7. Every GEMM plateau is derived
-// from one published measurement (an "anchor"): the measured fraction of
-// dense peak divided by the wave and K-ramp factors of the anchor's own shape,
-// so that the model reproduces the anchor exactly (apart from the launch
-// overhead, negligible at anchor sizes). MAMF anchors (best shape found by
-// brute force, shape not published) are taken as the plateau directly: the
-// best shape fills whole waves at deep K.
+// /work/shared/reference/hardware.md section 7. Every GEMM plateau is fitted
+// to the published measurements of its format ("anchors"): each anchor of
+// training scale implies the plateau that makes the
+// model reproduce it exactly (its measured time less the launch overhead,
+// divided by its own wave and K-ramp factors); the plateau is the geometric
+// mean of those, i.e. the least-squares fit in log time. Only anchors with
+// every dimension >= 4096 take part: there the wave and K-ramp factors are
+// within a few percent of 1, so the fit measures the main loop rather than
+// the tile-count model (at 2048^3 cuBLAS switches to smaller tiles than the
+// model assumes). Fitting the whole sweep rather than taking its best point
+// matters: vendor BLAS throughput
+// varies by +-10% from shape to shape (H100 bf16 797.5 TFLOP/s at 8192^3 but
+// 719.7 at 10240^3 [S32]), and training runs whatever shapes the model has.
+// MAMF anchors (best shape found by brute force, shape not published) are the
+// only number where nothing else is known and are taken as the plateau.
 
 namespace podsim::hwmodels {
 namespace {
@@ -24,13 +33,15 @@ using sim::NumberFormat;
 struct GemmAnchor {
   NumberFormat format;
   double tflops;  // measured
-  int64_t size;   // m = n = k; 0 = MAMF (shape unknown)
+  int64_t m = 0;  // 0 = MAMF (shape unknown)
+  int64_t n = 0;  // 0 = m (square)
+  int64_t k = 0;  // 0 = m (square)
 };
 
 struct GpuDefaults {
   const char* key;  // matched against GpuSpec::name, case-insensitive
   const char* note;
-  GemmAnchor anchors[5];
+  GemmAnchor anchors[24];
   int anchor_count;
   // Flash attention plateaus; 0 = derive from the bf16 GEMM plateau (below).
   double attn_fwd;
@@ -78,36 +89,61 @@ const GpuDefaults kTable[] = {
      0,
      0.844},
     {"H200",
-     "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 anchors of H100 [S32]); fp8 "
-     "cuBLASLt 1300.6 TFLOP/s at 8192^3 [S27]; triad 4.15 of 4.8 TB/s [S27]",
-     {{NumberFormat::kBf16, 797.5, 8192},
-      {NumberFormat::kFp16, 760.0, 4096},
-      {NumberFormat::kTf32, 402.2, 4096},
-      {NumberFormat::kFp32, 51.9, 4096},
-      {NumberFormat::kFp8, 1300.6, 8192}},
-     5,
+     "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 sweeps of H100 [S32][S33]); fp8 "
+     "cuBLASLt sweep 2048^3..32768^3 and 6144x12288x12288 [S27]; triad 4.15 of 4.8 TB/s [S27]",
+     {// the H100 torch.matmul sweeps [S32][S33]: same SMs, tensor cores and clocks
+      {NumberFormat::kBf16, 676.6, 2048}, {NumberFormat::kBf16, 788.7, 4096},
+      {NumberFormat::kBf16, 797.5, 8192}, {NumberFormat::kBf16, 719.7, 10240},
+      {NumberFormat::kBf16, 716.0, 4096}, {NumberFormat::kBf16, 795.0, 8192},
+      {NumberFormat::kFp16, 645.1, 2048}, {NumberFormat::kFp16, 760.0, 4096},
+      {NumberFormat::kFp16, 736.2, 8192}, {NumberFormat::kFp16, 668.4, 10240},
+      {NumberFormat::kTf32, 335.0, 2048}, {NumberFormat::kTf32, 402.2, 4096},
+      {NumberFormat::kTf32, 372.1, 8192}, {NumberFormat::kTf32, 376.7, 10240},
+      {NumberFormat::kFp32, 49.6, 2048}, {NumberFormat::kFp32, 51.9, 4096},
+      {NumberFormat::kFp32, 51.8, 8192}, {NumberFormat::kFp32, 49.6, 10240},
+      // cuBLASLt fp8 on H200 itself [S27]
+      {NumberFormat::kFp8, 1013.4, 2048}, {NumberFormat::kFp8, 1249.1, 4096},
+      {NumberFormat::kFp8, 1300.6, 8192}, {NumberFormat::kFp8, 1366.3, 16384},
+      {NumberFormat::kFp8, 1349.5, 32768}, {NumberFormat::kFp8, 1318.0, 6144, 12288, 12288}},
+     24,
      0.65,
      0.50,
      4.15 / 4.8},
     {"H100",
-     "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16 797.5 TFLOP/s at 8192^3, fp16 760.0 / tf32 "
-     "402.2 / fp32 51.9 at 4096^3 [S32]; fp8 cuBLASLt 1377.3 at 16384^3 [S27]; FlashAttention-3 "
+     "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 sweeps 2048^3..10240^3 "
+     "[S32][S33]; fp8 cuBLASLt sweep 2048^3..32768^3 and 6144x12288x12288 [S27]; FlashAttention-3 "
      "~65% fwd / ~50% bwd at head dim 128 (approximate, FA3 paper); triad 2.97 of 3.35 TB/s [S27]",
-     {{NumberFormat::kBf16, 797.5, 8192},
-      {NumberFormat::kFp16, 760.0, 4096},
-      {NumberFormat::kTf32, 402.2, 4096},
-      {NumberFormat::kFp32, 51.9, 4096},
-      {NumberFormat::kFp8, 1377.3, 16384}},
-     5,
+     {// torch.matmul bf16/fp16/tf32/fp32 square sweeps [S32], bf16 also [S33]
+      {NumberFormat::kBf16, 676.6, 2048}, {NumberFormat::kBf16, 788.7, 4096},
+      {NumberFormat::kBf16, 797.5, 8192}, {NumberFormat::kBf16, 719.7, 10240},
+      {NumberFormat::kBf16, 716.0, 4096}, {NumberFormat::kBf16, 795.0, 8192},
+      {NumberFormat::kFp16, 645.1, 2048}, {NumberFormat::kFp16, 760.0, 4096},
+      {NumberFormat::kFp16, 736.2, 8192}, {NumberFormat::kFp16, 668.4, 10240},
+      {NumberFormat::kTf32, 335.0, 2048}, {NumberFormat::kTf32, 402.2, 4096},
+      {NumberFormat::kTf32, 372.1, 8192}, {NumberFormat::kTf32, 376.7, 10240},
+      {NumberFormat::kFp32, 49.6, 2048}, {NumberFormat::kFp32, 51.9, 4096},
+      {NumberFormat::kFp32, 51.8, 8192}, {NumberFormat::kFp32, 49.6, 10240},
+      // cuBLASLt fp8 [S27]
+      {NumberFormat::kFp8, 1011.3, 2048}, {NumberFormat::kFp8, 1216.9, 4096},
+      {NumberFormat::kFp8, 1290.1, 8192}, {NumberFormat::kFp8, 1377.3, 16384},
+      {NumberFormat::kFp8, 1382.2, 32768}, {NumberFormat::kFp8, 1351.4, 6144, 12288, 12288}},
+     24,
      0.65,
      0.50,
      2.97 / 3.35},
     {"A100",
-     "A100 SXM: fp16 cuBLASLt 253.7 TFLOP/s at 8192^3 [S27] (bf16 runs on the same unit); "
+     "A100 SXM: fp16 cuBLASLt sweep 2048^3..16384^3 and 6144x12288x12288 [S27] (bf16 runs on the "
+     "same unit); "
      "tf32/fp32: no measurement, the bf16 fraction is assumed; FlashAttention-2 ~70% fwd / ~55% "
      "bwd (approximate, FA2 paper); triad 1.70 of 2.039 TB/s [S27]",
-     {{NumberFormat::kBf16, 253.7, 8192}, {NumberFormat::kFp16, 253.7, 8192}},
-     2,
+     {// cuBLASLt fp16 [S27]; bf16 runs on the same units at the same rate
+      {NumberFormat::kFp16, 221.8, 2048}, {NumberFormat::kFp16, 228.0, 4096},
+      {NumberFormat::kFp16, 253.7, 8192}, {NumberFormat::kFp16, 256.5, 16384},
+      {NumberFormat::kFp16, 250.8, 6144, 12288, 12288},
+      {NumberFormat::kBf16, 221.8, 2048}, {NumberFormat::kBf16, 228.0, 4096},
+      {NumberFormat::kBf16, 253.7, 8192}, {NumberFormat::kBf16, 256.5, 16384},
+      {NumberFormat::kBf16, 250.8, 6144, 12288, 12288}},
+     10,
      0.70,
      0.55,
      1.70 / 2.039,
@@ -149,18 +185,42 @@ const GpuDefaults* find_defaults(const std::string& name) {
   return nullptr;
 }
 
-// Plateau that makes the model reproduce a measured square GEMM.
+// The plateau that makes the model reproduce one measured GEMM: its time
+// less the launch overhead, over its wave and K-ramp factors.
 double plateau_from_anchor(const KernelEfficiency& shape_params, const GpuSpec& gpu,
                            const GemmAnchor& anchor) {
   const double peak_tflops = gpu.peak(anchor.format) / 1e12;
   if (!(peak_tflops > 0)) return 0.0;
-  const double fraction = anchor.tflops / peak_tflops;
-  if (anchor.size == 0 || gpu.sms <= 0) return std::min(1.0, fraction);
+  if (anchor.m == 0 || gpu.sms <= 0) return std::min(1.0, anchor.tflops / peak_tflops);
+  const GemmShape shape{anchor.m, anchor.n > 0 ? anchor.n : anchor.m,
+                        anchor.k > 0 ? anchor.k : anchor.m, 1};
+  const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+                       static_cast<double>(shape.k);
+  const double kernel_s = flops / (anchor.tflops * 1e12) - shape_params.launch_overhead_s;
   KernelEfficiency unit = shape_params;
   unit.gemm_plateau.fill(1.0);
-  const GemmEfficiency e = gemm_efficiency(
-      unit, gpu.sms, GemmShape{anchor.size, anchor.size, anchor.size, 1}, anchor.format);
-  return std::min(1.0, fraction / (e.wave * e.k_ramp));
+  const GemmEfficiency e = gemm_efficiency(unit, gpu.sms, shape, anchor.format);
+  return std::min(1.0, flops / (kernel_s * peak_tflops * 1e12) / (e.wave * e.k_ramp));
+}
+
+// Least squares in log time over the training-scale anchors of one format:
+// the geometric mean of their plateaus. 0 when the format has no anchor.
+double fitted_plateau(const KernelEfficiency& shape_params, const GpuSpec& gpu,
+                      const GpuDefaults& d, NumberFormat format) {
+  constexpr int64_t kTrainingScale = 4096;
+  double log_sum = 0;
+  int n = 0;
+  for (int i = 0; i < d.anchor_count; ++i) {
+    const GemmAnchor& a = d.anchors[i];
+    if (a.format != format) continue;
+    const int64_t smallest = std::min({a.m, a.n > 0 ? a.n : a.m, a.k > 0 ? a.k : a.m});
+    if (a.m != 0 && smallest < kTrainingScale) continue;
+    const double p = plateau_from_anchor(shape_params, gpu, a);
+    if (!(p > 0)) continue;
+    log_sum += std::log(p);
+    ++n;
+  }
+  return n == 0 ? 0.0 : std::exp(log_sum / n);
 }
 
 }  // namespace
@@ -246,9 +306,9 @@ KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
     return p;
   }
   p.source_note = d->note;
-  for (int i = 0; i < d->anchor_count; ++i) {
-    const GemmAnchor& a = d->anchors[i];
-    p.gemm_plateau[static_cast<size_t>(a.format)] = plateau_from_anchor(p, gpu, a);
+  for (int f = 0; f < sim::kNumberFormats; ++f) {
+    p.gemm_plateau[static_cast<size_t>(f)] =
+        fitted_plateau(p, gpu, *d, static_cast<NumberFormat>(f));
   }
   // Formats without an anchor but with a datasheet rate: the GEMM fraction of
   // the closest measured format (bf16), an assumption stated in the note.
