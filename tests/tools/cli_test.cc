@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -204,6 +206,18 @@ TEST(Cli, ValidatePublishedCasesPrintsTheContractObject) {
   EXPECT_EQ(result["cases_failed"], failed);
   // Every case reads: any failure is the simulation's, never the reader's.
   EXPECT_EQ(r.err.find("/cases/"), std::string::npos) << r.err;
+
+  // Fidelity guard (issue 5). The acceptance target is a step-time MAPE of
+  // 10% with no case worse than 25%; the model is at 13.1% today (see
+  // docs/validation.md). This keeps the worst-case bar and stops the MAPE
+  // from regressing past 15%.
+  EXPECT_LE(result["mape_step_time"].get<double>(), 0.15);
+  for (const json& c : result["cases"]) {
+    if (!c.contains("error")) continue;
+    if (c["error"].contains("step_time_s")) {
+      EXPECT_LE(std::abs(c["error"]["step_time_s"].get<double>()), 0.25) << c["id"];
+    }
+  }
 
   const RunResult text = run_podsim({"validate", file}, 300);
   EXPECT_NE(text.out.find("Summary: 24 cases"), std::string::npos) << text.out;
