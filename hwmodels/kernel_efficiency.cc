@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "hwmodels/gpu_model.h"
@@ -41,8 +42,9 @@ struct GemmAnchor {
 struct GpuDefaults {
   const char* key;  // matched against GpuSpec::name, case-insensitive
   const char* note;
-  GemmAnchor anchors[24];
-  int anchor_count;
+  /// Published GEMM measurements, in up to two tables.
+  std::span<const GemmAnchor> anchors;
+  std::span<const GemmAnchor> more_anchors;
   // Flash attention plateaus; 0 = derive from the bf16 GEMM plateau (below).
   double attn_fwd;
   double attn_bwd;
@@ -66,84 +68,89 @@ struct GpuDefaults {
 constexpr double kAttnFwdOverGemm = 0.80;
 constexpr double kAttnBwdOverGemm = 0.62;
 
+// torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 square sweeps on H100
+// [S32], bf16 also [S33]; the H200 has the same GH100 SMs, tensor cores and
+// clocks, so both use them.
+constexpr GemmAnchor kGh100Matmul[] = {
+    {NumberFormat::kBf16, 676.6, 2048}, {NumberFormat::kBf16, 788.7, 4096},
+    {NumberFormat::kBf16, 797.5, 8192}, {NumberFormat::kBf16, 719.7, 10240},
+    {NumberFormat::kBf16, 716.0, 4096}, {NumberFormat::kBf16, 795.0, 8192},
+    {NumberFormat::kFp16, 645.1, 2048}, {NumberFormat::kFp16, 760.0, 4096},
+    {NumberFormat::kFp16, 736.2, 8192}, {NumberFormat::kFp16, 668.4, 10240},
+    {NumberFormat::kTf32, 335.0, 2048}, {NumberFormat::kTf32, 402.2, 4096},
+    {NumberFormat::kTf32, 372.1, 8192}, {NumberFormat::kTf32, 376.7, 10240},
+    {NumberFormat::kFp32, 49.6, 2048},  {NumberFormat::kFp32, 51.9, 4096},
+    {NumberFormat::kFp32, 51.8, 8192},  {NumberFormat::kFp32, 49.6, 10240}};
+// cuBLASLt fp8 sweeps, random inputs [S27].
+constexpr GemmAnchor kH100Fp8[] = {
+    {NumberFormat::kFp8, 1011.3, 2048},  {NumberFormat::kFp8, 1216.9, 4096},
+    {NumberFormat::kFp8, 1290.1, 8192},  {NumberFormat::kFp8, 1377.3, 16384},
+    {NumberFormat::kFp8, 1382.2, 32768}, {NumberFormat::kFp8, 1351.4, 6144, 12288, 12288}};
+constexpr GemmAnchor kH200Fp8[] = {
+    {NumberFormat::kFp8, 1013.4, 2048},  {NumberFormat::kFp8, 1249.1, 4096},
+    {NumberFormat::kFp8, 1300.6, 8192},  {NumberFormat::kFp8, 1366.3, 16384},
+    {NumberFormat::kFp8, 1349.5, 32768}, {NumberFormat::kFp8, 1318.0, 6144, 12288, 12288}};
+// cuBLASLt fp16 sweep on A100 [S27]; bf16 runs on the same units at the same rate.
+constexpr GemmAnchor kA100Matmul[] = {{NumberFormat::kFp16, 221.8, 2048},
+                                      {NumberFormat::kFp16, 228.0, 4096},
+                                      {NumberFormat::kFp16, 253.7, 8192},
+                                      {NumberFormat::kFp16, 256.5, 16384},
+                                      {NumberFormat::kFp16, 250.8, 6144, 12288, 12288},
+                                      {NumberFormat::kBf16, 221.8, 2048},
+                                      {NumberFormat::kBf16, 228.0, 4096},
+                                      {NumberFormat::kBf16, 253.7, 8192},
+                                      {NumberFormat::kBf16, 256.5, 16384},
+                                      {NumberFormat::kBf16, 250.8, 6144, 12288, 12288}};
+
+// Maximum achievable matmul (shape not published: the plateau itself) [S03],
+// and the MI300X fp8 hipBLASLt measurement [S28].
+constexpr GemmAnchor kGb200Mamf[] = {{NumberFormat::kBf16, 1822.0, 0},
+                                     {NumberFormat::kFp16, 1822.0, 0},
+                                     {NumberFormat::kFp8, 3615.6, 0}};
+constexpr GemmAnchor kB200Mamf[] = {{NumberFormat::kBf16, 1745.0, 0},
+                                    {NumberFormat::kFp16, 1745.0, 0},
+                                    {NumberFormat::kFp8, 3432.5, 0}};
+constexpr GemmAnchor kMi325xAnchors[] = {{NumberFormat::kBf16, 784.9, 0},
+                                         {NumberFormat::kFp16, 784.9, 0},
+                                         {NumberFormat::kFp8, 1159.2, 8192}};
+constexpr GemmAnchor kMi300xAnchors[] = {{NumberFormat::kBf16, 668.4, 0},
+                                         {NumberFormat::kFp16, 668.4, 0},
+                                         {NumberFormat::kFp8, 1159.2, 8192}};
+
 // Achievable HBM fraction = STREAM triad / datasheet bandwidth [S27][S28].
 const GpuDefaults kTable[] = {
     {"GB200",
      "GB200: bf16 MAMF 1822 TFLOP/s (72.9%) and fp8 MAMF 3615.6 (72.3%) [S03]; HBM fraction "
      "assumed as B200",
-     {{NumberFormat::kBf16, 1822.0, 0},
-      {NumberFormat::kFp16, 1822.0, 0},
-      {NumberFormat::kFp8, 3615.6, 0}},
-     3,
+     kGb200Mamf,
+     {},
      0,
      0,
      0.844},
     {"B200",
      "B200: bf16 MAMF 1745 TFLOP/s (77.6%), fp8 MAMF 3432.5 (76.3%) [S03]; HBM 6.75 of 8.0 TB/s "
      "read [S18, unverified]",
-     {{NumberFormat::kBf16, 1745.0, 0},
-      {NumberFormat::kFp16, 1745.0, 0},
-      {NumberFormat::kFp8, 3432.5, 0}},
-     3,
+     kB200Mamf,
+     {},
      0,
      0,
      0.844},
     {"H200",
      "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 sweeps of H100 [S32][S33]); fp8 "
      "cuBLASLt sweep 2048^3..32768^3 and 6144x12288x12288 [S27]; triad 4.15 of 4.8 TB/s [S27]",
-     {// the H100 torch.matmul sweeps [S32][S33]: same SMs, tensor cores and clocks
-      {NumberFormat::kBf16, 676.6, 2048}, {NumberFormat::kBf16, 788.7, 4096},
-      {NumberFormat::kBf16, 797.5, 8192}, {NumberFormat::kBf16, 719.7, 10240},
-      {NumberFormat::kBf16, 716.0, 4096}, {NumberFormat::kBf16, 795.0, 8192},
-      {NumberFormat::kFp16, 645.1, 2048}, {NumberFormat::kFp16, 760.0, 4096},
-      {NumberFormat::kFp16, 736.2, 8192}, {NumberFormat::kFp16, 668.4, 10240},
-      {NumberFormat::kTf32, 335.0, 2048}, {NumberFormat::kTf32, 402.2, 4096},
-      {NumberFormat::kTf32, 372.1, 8192}, {NumberFormat::kTf32, 376.7, 10240},
-      {NumberFormat::kFp32, 49.6, 2048}, {NumberFormat::kFp32, 51.9, 4096},
-      {NumberFormat::kFp32, 51.8, 8192}, {NumberFormat::kFp32, 49.6, 10240},
-      // cuBLASLt fp8 on H200 itself [S27]
-      {NumberFormat::kFp8, 1013.4, 2048}, {NumberFormat::kFp8, 1249.1, 4096},
-      {NumberFormat::kFp8, 1300.6, 8192}, {NumberFormat::kFp8, 1366.3, 16384},
-      {NumberFormat::kFp8, 1349.5, 32768}, {NumberFormat::kFp8, 1318.0, 6144, 12288, 12288}},
-     24,
-     0.65,
-     0.50,
-     4.15 / 4.8},
+     kGh100Matmul, kH200Fp8, 0.65, 0.50, 4.15 / 4.8},
     {"H100",
      "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 sweeps 2048^3..10240^3 "
      "[S32][S33]; fp8 cuBLASLt sweep 2048^3..32768^3 and 6144x12288x12288 [S27]; FlashAttention-3 "
      "~65% fwd / ~50% bwd at head dim 128 (approximate, FA3 paper); triad 2.97 of 3.35 TB/s [S27]",
-     {// torch.matmul bf16/fp16/tf32/fp32 square sweeps [S32], bf16 also [S33]
-      {NumberFormat::kBf16, 676.6, 2048}, {NumberFormat::kBf16, 788.7, 4096},
-      {NumberFormat::kBf16, 797.5, 8192}, {NumberFormat::kBf16, 719.7, 10240},
-      {NumberFormat::kBf16, 716.0, 4096}, {NumberFormat::kBf16, 795.0, 8192},
-      {NumberFormat::kFp16, 645.1, 2048}, {NumberFormat::kFp16, 760.0, 4096},
-      {NumberFormat::kFp16, 736.2, 8192}, {NumberFormat::kFp16, 668.4, 10240},
-      {NumberFormat::kTf32, 335.0, 2048}, {NumberFormat::kTf32, 402.2, 4096},
-      {NumberFormat::kTf32, 372.1, 8192}, {NumberFormat::kTf32, 376.7, 10240},
-      {NumberFormat::kFp32, 49.6, 2048}, {NumberFormat::kFp32, 51.9, 4096},
-      {NumberFormat::kFp32, 51.8, 8192}, {NumberFormat::kFp32, 49.6, 10240},
-      // cuBLASLt fp8 [S27]
-      {NumberFormat::kFp8, 1011.3, 2048}, {NumberFormat::kFp8, 1216.9, 4096},
-      {NumberFormat::kFp8, 1290.1, 8192}, {NumberFormat::kFp8, 1377.3, 16384},
-      {NumberFormat::kFp8, 1382.2, 32768}, {NumberFormat::kFp8, 1351.4, 6144, 12288, 12288}},
-     24,
-     0.65,
-     0.50,
-     2.97 / 3.35},
+     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35},
     {"A100",
      "A100 SXM: fp16 cuBLASLt sweep 2048^3..16384^3 and 6144x12288x12288 [S27] (bf16 runs on the "
      "same unit); "
      "tf32/fp32: no measurement, the bf16 fraction is assumed; FlashAttention-2 ~70% fwd / ~55% "
      "bwd (approximate, FA2 paper); triad 1.70 of 2.039 TB/s [S27]",
-     {// cuBLASLt fp16 [S27]; bf16 runs on the same units at the same rate
-      {NumberFormat::kFp16, 221.8, 2048}, {NumberFormat::kFp16, 228.0, 4096},
-      {NumberFormat::kFp16, 253.7, 8192}, {NumberFormat::kFp16, 256.5, 16384},
-      {NumberFormat::kFp16, 250.8, 6144, 12288, 12288},
-      {NumberFormat::kBf16, 221.8, 2048}, {NumberFormat::kBf16, 228.0, 4096},
-      {NumberFormat::kBf16, 253.7, 8192}, {NumberFormat::kBf16, 256.5, 16384},
-      {NumberFormat::kBf16, 250.8, 6144, 12288, 12288}},
-     10,
+     kA100Matmul,
+     {},
      0.70,
      0.55,
      1.70 / 2.039,
@@ -152,20 +159,16 @@ const GpuDefaults kTable[] = {
     {"MI325X",
      "MI325X: bf16 MAMF 784.9 TFLOP/s (60.4%) [S03]; fp8 assumed as MI300X (same peak, 1159.2 "
      "at 8192^3 [S28]); HBM fraction as MI300X [S28]",
-     {{NumberFormat::kBf16, 784.9, 0},
-      {NumberFormat::kFp16, 784.9, 0},
-      {NumberFormat::kFp8, 1159.2, 8192}},
-     3,
+     kMi325xAnchors,
+     {},
      0,
      0,
      4.09 / 5.3},
     {"MI300X",
      "MI300X: bf16 MAMF 668.4 TFLOP/s (51.4%, ROCm 6.3 TunableOp) [S03]; fp8 hipBLASLt 1159.2 at "
      "8192^3 [S28]; triad 4.09 of 5.3 TB/s [S28]",
-     {{NumberFormat::kBf16, 668.4, 0},
-      {NumberFormat::kFp16, 668.4, 0},
-      {NumberFormat::kFp8, 1159.2, 8192}},
-     3,
+     kMi300xAnchors,
+     {},
      0,
      0,
      4.09 / 5.3},
@@ -210,15 +213,16 @@ double fitted_plateau(const KernelEfficiency& shape_params, const GpuSpec& gpu,
   constexpr int64_t kTrainingScale = 4096;
   double log_sum = 0;
   int n = 0;
-  for (int i = 0; i < d.anchor_count; ++i) {
-    const GemmAnchor& a = d.anchors[i];
-    if (a.format != format) continue;
-    const int64_t smallest = std::min({a.m, a.n > 0 ? a.n : a.m, a.k > 0 ? a.k : a.m});
-    if (a.m != 0 && smallest < kTrainingScale) continue;
-    const double p = plateau_from_anchor(shape_params, gpu, a);
-    if (!(p > 0)) continue;
-    log_sum += std::log(p);
-    ++n;
+  for (const std::span<const GemmAnchor> table : {d.anchors, d.more_anchors}) {
+    for (const GemmAnchor& a : table) {
+      if (a.format != format) continue;
+      const int64_t smallest = std::min({a.m, a.n > 0 ? a.n : a.m, a.k > 0 ? a.k : a.m});
+      if (a.m != 0 && smallest < kTrainingScale) continue;
+      const double p = plateau_from_anchor(shape_params, gpu, a);
+      if (!(p > 0)) continue;
+      log_sum += std::log(p);
+      ++n;
+    }
   }
   return n == 0 ? 0.0 : std::exp(log_sum / n);
 }
