@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -197,14 +198,12 @@ class Images {
     auto it = cache_.find(ranks);
     if (it != cache_.end()) return it->second;
     std::vector<int64_t> out;
-    std::vector<std::vector<int64_t>> seen;
+    std::set<std::vector<int64_t>> seen;
     std::vector<int64_t> image(ranks.size());
     for (int64_t shift = 0; shift < tp_ * cp_ * dp_; ++shift) {
       for (size_t i = 0; i < ranks.size(); ++i) image[i] = apply(shift, ranks[i]);
       std::sort(image.begin(), image.end());
-      if (std::find(seen.begin(), seen.end(), image) != seen.end()) continue;
-      seen.push_back(image);
-      out.push_back(shift);
+      if (seen.insert(image).second) out.push_back(shift);
     }
     return cache_.emplace(ranks, std::move(out)).first->second;
   }
