@@ -123,33 +123,36 @@ std::string_view to_string(ExecCollective kind) {
   return "all_reduce";
 }
 
-std::vector<std::string> executor_limits(const ExecLayerShape& s) {
-  std::vector<std::string> out;
+std::vector<ExecLimit> executor_limits(const ExecLayerShape& s) {
+  std::vector<ExecLimit> out;
   if (s.head_dim != 128) {
-    out.push_back("head_dim is " + std::to_string(s.head_dim) +
-                  "; the flash-attention kernels run 128-dim heads only");
+    out.push_back({"head_dim", "head_dim is " + std::to_string(s.head_dim) +
+                                   "; the flash-attention kernels run 128-dim heads only"});
   }
   if (s.seq <= 0 || s.seq % 64 != 0) {
-    out.push_back("seq_len " + std::to_string(s.seq) +
-                  " is not a multiple of 64 (the attention kernels' tile)");
+    out.push_back({"seq_len", "seq_len " + std::to_string(s.seq) +
+                                  " is not a multiple of 64 (the attention kernels' tile)"});
   }
   if (s.heads <= 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0) {
-    out.push_back("the rank's " + std::to_string(s.heads) + " query heads are not a multiple of its " +
-                  std::to_string(s.kv_heads) + " K/V heads");
+    out.push_back({"heads", "the rank's " + std::to_string(s.heads) +
+                                " query heads are not a multiple of its " +
+                                std::to_string(s.kv_heads) + " K/V heads"});
   }
   if (s.hidden <= 0 || s.hidden % 8 != 0 || s.hidden > kMaxNormWidth) {
-    out.push_back("hidden " + std::to_string(s.hidden) +
-                  " must be a positive multiple of 8 and at most 16384 (the norm kernels)");
+    out.push_back({"hidden", "hidden " + std::to_string(s.hidden) +
+                                 " must be a positive multiple of 8 and at most 16384 (the norm "
+                                 "kernels)"});
   }
   if (s.ffn <= 0 || s.ffn % 8 != 0) {
-    out.push_back("the rank's ffn " + std::to_string(s.ffn) + " must be a positive multiple of 8");
+    out.push_back({"ffn", "the rank's ffn " + std::to_string(s.ffn) +
+                              " (ffn_hidden / tp) must be a positive multiple of 8"});
   }
   if (s.batch <= 0 || s.tokens != s.batch * s.seq) {
-    out.push_back("tokens must equal micro_batch x seq_len");
+    out.push_back({"micro_batch", "tokens must equal micro_batch x seq_len"});
   }
   if (s.tp <= 0 || (s.sequence_parallel ? s.norm_tokens * s.tp != s.tokens
                                         : s.norm_tokens != s.tokens)) {
-    out.push_back("with sequence parallelism tp must divide the micro-batch's tokens");
+    out.push_back({"tp", "with sequence parallelism tp must divide the micro-batch's tokens"});
   }
   return out;
 }
@@ -253,11 +256,13 @@ double plan_device_bytes(const ExecPlan& plan) {
   // output and log-sum-exp, the attention residual, fc1 output, SwiGLU output.
   const double saved = n * h * 2 + 2 * t * h * 2 + t * w * 2 + t * a * 2 + rows * 4 + n * h * 2 +
                        t * 2 * f * 2 + t * f * 2;
-  // Temporaries shared by all layers: GEMM outputs, gradients, attention's
-  // fp32 dQ accumulator and row statistics, the rope table, the cuBLASLt
-  // workspace, the final layer output.
+  // Temporaries shared by all layers: GEMM outputs (y, the gathered output
+  // gradient, dgrad outputs), SwiGLU and attention gradients, attention's fp32
+  // dQ accumulator and row statistics, the residual-stream gradients (two
+  // alternating, the attention residual's, the top one), the rope table, the
+  // cuBLASLt workspace, the last layer's output.
   const double temporaries = 3 * t * h * 2 + t * f * 2 + t * 2 * f * 2 + t * a * 2 + t * w * 2 +
-                             t * a * 4 + rows * 4 + 3 * n * h * 2 + d(s.seq) * d(s.head_dim) * 4 +
+                             t * a * 4 + rows * 4 + 4 * n * h * 2 + d(s.seq) * d(s.head_dim) * 4 +
                              64.0 * 1024 * 1024 + n * h * 2;
   return params + layers * saved + temporaries;
 }

@@ -121,9 +121,15 @@ struct ExecLayerShape {
   int64_t attn_columns() const { return heads * head_dim; }
 };
 
-/// Why a layer shape cannot run on the executor's kernels (head_dim 128 only,
-/// sequence a multiple of 64, ...), one line per reason; empty = it can.
-std::vector<std::string> executor_limits(const ExecLayerShape& shape);
+/// One reason a layer shape cannot run on the executor's kernels.
+struct ExecLimit {
+  /// What is wrong: "head_dim", "seq_len", "heads", "hidden", "ffn",
+  /// "micro_batch" or "tp" (for the caller's JSON path).
+  std::string field;
+  std::string message;
+};
+/// Every reason (head_dim 128 only, sequence a multiple of 64, ...); empty = it can run.
+std::vector<ExecLimit> executor_limits(const ExecLayerShape& shape);
 
 /// The GEMM the executor's data flow runs for `step` (dgrad: dX = dY W^T;
 /// wgrad: dW = X^T dY), or nullopt for a step that is not a GEMM.

@@ -240,6 +240,53 @@ void reference_attention_backward(const RefAttentionShape& a, HeadView<const dou
   }
 }
 
+namespace {
+/// Softmax of one row's scaled scores against `keys` contiguous key rows.
+double row_probabilities(const double* q, const double* k, int64_t keys, int64_t head_dim,
+                         double scale, Vec& p) {
+  p.resize(z(keys));
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < keys; ++j) {
+    double dot = 0;
+    for (int64_t c = 0; c < head_dim; ++c) dot += q[c] * k[j * head_dim + c];
+    p[z(j)] = dot * scale;
+    mx = std::max(mx, p[z(j)]);
+  }
+  double sum = 0;
+  for (int64_t j = 0; j < keys; ++j) sum += std::exp(p[z(j)] - mx);
+  for (int64_t j = 0; j < keys; ++j) p[z(j)] = std::exp(p[z(j)] - mx) / sum;
+  return mx + std::log(sum);
+}
+}  // namespace
+
+double reference_attention_row(const double* q, const double* k, const double* v, int64_t keys,
+                               int64_t head_dim, double scale, double* o) {
+  Vec p;
+  const double lse = row_probabilities(q, k, keys, head_dim, scale, p);
+  for (int64_t c = 0; c < head_dim; ++c) {
+    double acc = 0;
+    for (int64_t j = 0; j < keys; ++j) acc += p[z(j)] * v[j * head_dim + c];
+    o[c] = acc;
+  }
+  return lse;
+}
+
+void reference_attention_dq_row(const double* q, const double* k, const double* v,
+                                const double* o, const double* d_o, int64_t keys,
+                                int64_t head_dim, double scale, double* dq) {
+  Vec p;
+  row_probabilities(q, k, keys, head_dim, scale, p);
+  double delta = 0;
+  for (int64_t c = 0; c < head_dim; ++c) delta += d_o[c] * o[c];
+  for (int64_t c = 0; c < head_dim; ++c) dq[c] = 0;
+  for (int64_t j = 0; j < keys; ++j) {
+    double dp = 0;
+    for (int64_t c = 0; c < head_dim; ++c) dp += d_o[c] * v[j * head_dim + c];
+    const double ds = p[z(j)] * (dp - delta);
+    for (int64_t c = 0; c < head_dim; ++c) dq[c] += ds * k[j * head_dim + c] * scale;
+  }
+}
+
 RefLayerState reference_layer_forward(const ExecLayerShape& s, const RefLayerWeights& w,
                                       std::vector<double> x) {
   const int64_t n = s.norm_tokens, t = s.tokens, h = s.hidden, f = s.ffn;

@@ -56,6 +56,16 @@ void reference_attention_backward(const RefAttentionShape& shape, HeadView<const
                                   HeadView<const double> o, HeadView<const double> d_o,
                                   HeadView<double> dq, HeadView<double> dk, HeadView<double> dv);
 
+/// One query row of one head against its first `keys` key and value rows
+/// (contiguous, `head_dim` apart): writes the output row `o` and returns the
+/// log-sum-exp of the scaled scores. For spot checks of a long sequence.
+double reference_attention_row(const double* q, const double* k, const double* v, int64_t keys,
+                               int64_t head_dim, double scale, double* o);
+/// dQ of that row, given its dO and the O the forward produced.
+void reference_attention_dq_row(const double* q, const double* k, const double* v,
+                                const double* o, const double* d_o, int64_t keys,
+                                int64_t head_dim, double scale, double* dq);
+
 /// One layer's parameters in the executor's layout (LayerParamLayout):
 /// weights [in x out] row-major (Y = X W).
 struct RefLayerWeights {
