@@ -217,14 +217,14 @@ std::string format_execute_text(const ExecuteReport& r) {
   for (const OpRow& row : r.ops) name_width = std::max(name_width, row.name.size());
   name_width += 2;
   line(cell("op", name_width) + cell("phase", 11) + cell("class", 14) + cell("n/pass", 7, true) +
-       "  " + cell("shape", 24) + cell("measured", 12, true) + cell("predicted", 12, true) +
+       "  " + cell("shape", 28) + cell("measured", 12, true) + cell("predicted", 12, true) +
        cell("error", 9, true) + "  bound / status");
   for (const OpRow& row : r.ops) {
     std::string tail = row.bound;
     if (!row.status.empty()) tail += (tail.empty() ? "" : "; ") + row.status;
     line(cell(row.name, name_width) + cell(std::string(to_string(row.phase)), 11) +
          cell(std::string(to_string(row.op_class)), 14) +
-         cell(std::to_string(row.per_pass), 7, true) + "  " + cell(row.shape, 24) +
+         cell(std::to_string(row.per_pass), 7, true) + "  " + cell(row.shape, 28) +
          cell(row.measured_s ? format_ms(*row.measured_s) : "-", 12, true) +
          cell(format_ms(row.predicted_s), 12, true) + cell(format_error(row.error), 9, true) +
          "  " + tail);

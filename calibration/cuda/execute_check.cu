@@ -43,15 +43,25 @@ std::vector<double> read_f32(const float* p, size_t n) {
   return std::vector<double>(raw.begin(), raw.end());
 }
 
-/// `rows` rows of `width` bf16 values, `row_stride` elements apart.
+__global__ void gather_rows_kernel(const bf16* __restrict__ src, int64_t row_stride, size_t rows,
+                                   size_t width, bf16* __restrict__ dst) {
+  const size_t n = rows * width;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    dst[i] = src[static_cast<int64_t>(i / width) * row_stride + static_cast<int64_t>(i % width)];
+  }
+}
+
+/// `rows` rows of `width` bf16 values, `row_stride` elements apart (a column
+/// when width is 1), gathered on the device and copied back at once.
 std::vector<double> read_rows(const bf16* p, size_t rows, int64_t row_stride, size_t width) {
-  std::vector<bf16> raw(rows * width);
-  PODSIM_CUDA_CHECK(cudaMemcpy2D(raw.data(), width * sizeof(bf16), p,
-                                 static_cast<size_t>(row_stride) * sizeof(bf16),
-                                 width * sizeof(bf16), rows, cudaMemcpyDeviceToHost));
-  std::vector<double> out(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<double>(__bfloat162float(raw[i]));
-  return out;
+  DeviceBuffer<bf16> packed(rows * width);
+  const size_t blocks = std::min<size_t>((rows * width + 255) / 256, 4096);
+  gather_rows_kernel<<<static_cast<unsigned>(std::max<size_t>(blocks, 1)), 256>>>(
+      p, row_stride, rows, width, packed.get());
+  PODSIM_CUDA_CHECK_LAUNCH();
+  PODSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  return read_bf16(packed.get(), rows * width);
 }
 
 /// One value of a bf16 or fp32 tensor.
