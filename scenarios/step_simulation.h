@@ -76,8 +76,8 @@ StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepH
 
 /// What `work` costs when run by `rank` (its TP/CP/EP groups price the
 /// in-task collectives).
-WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& hardware,
-                   int32_t work, int64_t rank);
+WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& hardware, int32_t work,
+                   int64_t rank);
 
 /// What one instance of compute op `op` (a GEMM, an attention call or a
 /// memory-bound kernel) of `job` costs on `gpu`: the price every compute op of
