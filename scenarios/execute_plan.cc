@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "calibration/profile.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/step_simulation.h"
 #include "strategies/workload.h"
 
@@ -284,6 +286,23 @@ Job check_job(const Job& job) {
   c.plan.schedule = strategies::PipelineSchedule::kOneFOneB;
   c.training.global_batch = c.training.micro_batch * c.plan.dp;
   return c;
+}
+
+Result<ExecuteGpu> execute_gpu_model(const ScenarioSpec& spec, const std::string& profile_path) {
+  const std::string path = profile_path.empty() ? spec.cluster.gpu.profile : profile_path;
+  if (path.empty()) {
+    hwmodels::GpuModel model(spec.cluster.gpu);
+    const std::string source(hwmodels::to_string(model.source()));
+    return ExecuteGpu{std::move(model), source, {}};
+  }
+  try {
+    ProfileFit fit = fit_kernel_efficiency(calibration::read_profile(path), spec.cluster.gpu, path);
+    return ExecuteGpu{hwmodels::GpuModel(spec.cluster.gpu, fit.efficiency), "profile " + path,
+                      std::move(fit.notes)};
+  } catch (const std::exception& e) {  // ProfileError, or fitted parameters out of range
+    return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile",
+                                 e.what(), "give the path of a profile written by `podsim calibrate`"}};
+  }
 }
 
 Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOptions& options,

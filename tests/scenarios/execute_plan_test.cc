@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
+#include "calibration/datasheet.h"
+#include "calibration/profile.h"
 #include "scenarios/step_simulation.h"
 #include "strategies/presets.h"
 #include "strategies/schedule.h"
@@ -250,6 +253,67 @@ TEST(ExecutePlan, PrepareFromAScenario) {
   spec.plan.dp = 1;
   spec.plan.pp = 1;
   EXPECT_FALSE(prepare_execute(spec, {}, gpu).ok());
+}
+
+/// A profile of an H100 whose GEMMs run 1.25 x slower than the datasheet model.
+std::string slow_gemm_profile() {
+  const hwmodels::GpuSpec gpu = hwmodels::testing::h100();
+  const hwmodels::GpuModel model(gpu);
+  calibration::RawMeasurements raw;
+  raw.provenance.gpu_name = "NVIDIA H100 80GB HBM3";
+  raw.provenance.sm_count = gpu.sms;
+  calibration::Series gemm{"gemm.bf16", "flops", "", {{"fit", "none"}}, {}};
+  for (int64_t m : {1024, 4096, 8192}) {
+    for (int64_t k : {1024, 4096, 8192}) {
+      calibration::Point p;
+      p.params = {{"m", static_cast<double>(m)}, {"n", 8192.0}, {"k", static_cast<double>(k)}};
+      p.work = 2.0 * static_cast<double>(m) * 8192.0 * static_cast<double>(k);
+      p.times_s = {1.25 * model.gemm_time(m, 8192, k, 1, sim::NumberFormat::kBf16).time_s};
+      gemm.points.push_back(p);
+    }
+  }
+  raw.series.push_back(gemm);
+  const std::string path = ::testing::TempDir() + "/podsim_execute_plan_test_profile.json";
+  calibration::write_profile(
+      calibration::build_profile(raw, calibration::find_datasheet(raw.provenance.gpu_name)), path);
+  return path;
+}
+
+TEST(ExecutePlan, ProfilePredictionsComeFromTheFittedModel) {
+  ScenarioSpec spec;
+  spec.name = "llama3-8b";
+  spec.model = *strategies::model_preset("llama3-8b");
+  spec.cluster = hwmodels::testing::dgx_h100(1);
+  spec.training.seq_len = 4096;
+  spec.training.global_batch = 8;
+  spec.plan.dp = 8;
+  spec.gpus = 8;
+  const Result<ExecuteGpu> datasheet = execute_gpu_model(spec, "");
+  ASSERT_TRUE(datasheet.ok());
+  EXPECT_EQ(datasheet.value().source, "datasheet");
+  const std::string path = slow_gemm_profile();
+  const Result<ExecuteGpu> profiled = execute_gpu_model(spec, path);
+  ASSERT_TRUE(profiled.ok()) << profiled.problems().front().to_string();
+  EXPECT_EQ(profiled.value().source, "profile " + path);
+  EXPECT_EQ(profiled.value().model.source(), hwmodels::ParamSource::kProfile);
+  EXPECT_FALSE(profiled.value().notes.empty());
+  const Result<ExecuteSetup> a = prepare_execute(spec, ExecuteOptions{1}, datasheet.value().model);
+  const Result<ExecuteSetup> b = prepare_execute(spec, ExecuteOptions{1}, profiled.value().model);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(b.value().plan.prediction_source, "profile");
+  const ExecOp& qkv_a = a.value().plan.layer_ops[1];
+  const ExecOp& qkv_b = b.value().plan.layer_ops[1];
+  ASSERT_EQ(qkv_a.name, "qkv");
+  EXPECT_GT(qkv_b.predicted_s, 1.1 * qkv_a.predicted_s);  // the slower measured GEMMs
+  std::filesystem::remove(path);
+
+  const Result<ExecuteGpu> missing = execute_gpu_model(spec, "/nonexistent/profile.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.problems().front().path, "--profile");
+  spec.cluster.gpu.profile = "/nonexistent/profile.json";
+  const Result<ExecuteGpu> in_cluster = execute_gpu_model(spec, "");
+  ASSERT_FALSE(in_cluster.ok());
+  EXPECT_EQ(in_cluster.problems().front().path, "/cluster/gpu/profile");
 }
 
 }  // namespace

@@ -94,10 +94,10 @@ TEST(ExecuteCli, UsageErrors) {
       run_podsim({"execute", case_file("llama3-8b-tp1-s2048.json"), "--layers", "0"});
   EXPECT_EQ(zero.exit_code, 2);
   EXPECT_NE(zero.err.find("--layers needs"), std::string::npos) << zero.err;
-  const RunResult profile = run_podsim(
-      {"execute", case_file("llama3-8b-tp1-s2048.json"), "--profile", "some-profile.json"});
+  const RunResult profile = run_podsim({"execute", case_file("llama3-8b-tp1-s2048.json"),
+                                        "--profile", "/nonexistent/profile.json", "--dry-run"});
   EXPECT_EQ(profile.exit_code, 2);
-  EXPECT_NE(profile.err.find("not supported yet"), std::string::npos) << profile.err;
+  EXPECT_NE(profile.err.find(": --profile: "), std::string::npos) << profile.err;
   const RunResult unknown = run_podsim({"execute", case_file("llama3-8b-tp1-s2048.json"), "--fast"});
   EXPECT_EQ(unknown.exit_code, 2);
   const RunResult missing = run_podsim({"execute", "/nonexistent/scenario.json", "--dry-run"});

@@ -96,7 +96,8 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
       "warmup", po::value<int>()->value_name("N")->default_value(2), "warm-up passes")(
       "device", po::value<int>()->value_name("N")->default_value(0), "the CUDA device to run on")(
       "profile", po::value<std::string>()->value_name("FILE"),
-      "calibration profile for the predictions (not supported yet)");
+      "predict with the efficiency curves fitted to this calibration profile (podsim calibrate) "
+      "instead of the datasheet ones");
   po::options_description hidden;
   hidden.add_options()("file", po::value<std::string>(), "scenario file");
   po::positional_options_description positional;
@@ -132,33 +133,29 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
                                  "': its directory does not exist");
     }
   }
-  if (values.count("profile") != 0) {
-    io.err << "podsim execute: --profile: calibration profiles are not supported yet (podsim has "
-              "no profile-to-model mapping yet); run without it to predict with the datasheet "
-              "efficiency curves\n";
-    return kExitBadInput;
-  }
+  const std::string profile =
+      values.count("profile") != 0 ? values["profile"].as<std::string>() : std::string();
 
   const scenarios::Result<scenarios::ScenarioSpec> spec = scenarios::read_scenario_file(o.file);
   if (!spec.ok()) {
     print_problems(io.err, o.file, spec.problems());
     return kExitBadInput;
   }
-  if (!spec.value().cluster.gpu.profile.empty()) {
-    print_problems(io.err, o.file,
-                   {{"/cluster/gpu/profile",
-                     "calibration profiles are not supported by podsim execute yet",
-                     "remove the profile to predict with the datasheet efficiency curves"}});
+  const scenarios::Result<scenarios::ExecuteGpu> gpu =
+      scenarios::execute_gpu_model(spec.value(), profile);
+  if (!gpu.ok()) {
+    print_problems(io.err, o.file, gpu.problems());
     return kExitBadInput;
   }
-  const hwmodels::GpuModel gpu(spec.value().cluster.gpu);
-  const scenarios::Result<scenarios::ExecuteSetup> setup =
-      scenarios::prepare_execute(spec.value(), {o.layers}, gpu);
+  scenarios::Result<scenarios::ExecuteSetup> setup =
+      scenarios::prepare_execute(spec.value(), {o.layers}, gpu.value().model);
   if (!setup.ok()) {
     print_problems(io.err, o.file, setup.problems());
     return kExitBadInput;
   }
-  const calibration::ExecPlan& plan = setup.value().plan;
+  calibration::ExecPlan& plan = setup.value().plan;
+  plan.prediction_source = gpu.value().source;
+  for (const std::string& note : gpu.value().notes) plan.notes.push_back("profile fit: " + note);
 
   if (o.dry_run) {
     const int status = print_report(calibration::compare(plan, nullptr), o, io);
