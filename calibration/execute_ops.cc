@@ -70,9 +70,7 @@ bool operator==(const ExecAttentionShape& a, const ExecAttentionShape& b) {
          a.causal == b.causal;
 }
 
-std::string_view to_string(ExecStep step) {
-  return kStepNames[static_cast<size_t>(step)].name;
-}
+std::string_view to_string(ExecStep step) { return kStepNames[static_cast<size_t>(step)].name; }
 
 std::optional<ExecStep> exec_step_from_name(std::string_view name) {
   for (const StepName& s : kStepNames) {
@@ -150,8 +148,8 @@ std::vector<ExecLimit> executor_limits(const ExecLayerShape& s) {
   if (s.batch <= 0 || s.tokens != s.batch * s.seq) {
     out.push_back({"micro_batch", "tokens must equal micro_batch x seq_len"});
   }
-  if (s.tp <= 0 || (s.sequence_parallel ? s.norm_tokens * s.tp != s.tokens
-                                        : s.norm_tokens != s.tokens)) {
+  if (s.tp <= 0 ||
+      (s.sequence_parallel ? s.norm_tokens * s.tp != s.tokens : s.norm_tokens != s.tokens)) {
     out.push_back({"tp", "with sequence parallelism tp must divide the micro-batch's tokens"});
   }
   return out;

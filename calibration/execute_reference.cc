@@ -271,9 +271,9 @@ double reference_attention_row(const double* q, const double* k, const double* v
   return lse;
 }
 
-void reference_attention_dq_row(const double* q, const double* k, const double* v,
-                                const double* o, const double* d_o, int64_t keys,
-                                int64_t head_dim, double scale, double* dq) {
+void reference_attention_dq_row(const double* q, const double* k, const double* v, const double* o,
+                                const double* d_o, int64_t keys, int64_t head_dim, double scale,
+                                double* dq) {
   Vec p;
   row_probabilities(q, k, keys, head_dim, scale, p);
   double delta = 0;

@@ -62,9 +62,9 @@ void reference_attention_backward(const RefAttentionShape& shape, HeadView<const
 double reference_attention_row(const double* q, const double* k, const double* v, int64_t keys,
                                int64_t head_dim, double scale, double* o);
 /// dQ of that row, given its dO and the O the forward produced.
-void reference_attention_dq_row(const double* q, const double* k, const double* v,
-                                const double* o, const double* d_o, int64_t keys,
-                                int64_t head_dim, double scale, double* dq);
+void reference_attention_dq_row(const double* q, const double* k, const double* v, const double* o,
+                                const double* d_o, int64_t keys, int64_t head_dim, double scale,
+                                double* dq);
 
 /// One layer's parameters in the executor's layout (LayerParamLayout):
 /// weights [in x out] row-major (Y = X W).

@@ -93,11 +93,10 @@ bool ExecuteReport::layer_within(double tolerance) const {
 ExecuteReport compare(const ExecPlan& plan, const ExecMeasurement* m) {
   if (m != nullptr && (m->layer_ops.size() != plan.layer_ops.size() ||
                        m->optimizer_ops.size() != plan.optimizer_ops.size())) {
-    throw std::invalid_argument("execute: the measurement has " +
-                                std::to_string(m->layer_ops.size()) + " + " +
-                                std::to_string(m->optimizer_ops.size()) + " ops, the plan " +
-                                std::to_string(plan.layer_ops.size()) + " + " +
-                                std::to_string(plan.optimizer_ops.size()));
+    throw std::invalid_argument(
+        "execute: the measurement has " + std::to_string(m->layer_ops.size()) + " + " +
+        std::to_string(m->optimizer_ops.size()) + " ops, the plan " +
+        std::to_string(plan.layer_ops.size()) + " + " + std::to_string(plan.optimizer_ops.size()));
   }
   ExecuteReport r;
   r.scenario = plan.scenario;
@@ -141,7 +140,8 @@ ExecuteReport compare(const ExecPlan& plan, const ExecMeasurement* m) {
     }
     if (om != nullptr) {
       row.measured_s = median(om->times_s);
-      row.status = row.measured_s ? "" : (om->not_measured.empty() ? "no samples" : om->not_measured);
+      row.status =
+          row.measured_s ? "" : (om->not_measured.empty() ? "no samples" : om->not_measured);
     } else {
       row.status = "not run (dry run)";
     }
@@ -185,7 +185,8 @@ ExecuteReport compare(const ExecPlan& plan, const ExecMeasurement* m) {
     r.measured_pass_s = median(m->pass_s);
     if (r.measured_pass_s) {
       r.pass_error = relative_error(r.predicted_pass_s, *r.measured_pass_s);
-      r.measured_layer_s = *r.measured_pass_s / static_cast<double>(std::max<int64_t>(1, plan.layers));
+      r.measured_layer_s =
+          *r.measured_pass_s / static_cast<double>(std::max<int64_t>(1, plan.layers));
     }
     r.measured_optimizer_s = median(m->optimizer_pass_s);
     if (overall_measured > 0) r.overall_error = relative_error(overall_predicted, overall_measured);
@@ -207,8 +208,8 @@ std::string format_execute_text(const ExecuteReport& r) {
   line("layer: " + r.layer);
   std::string run = std::to_string(r.layers) + " layer(s) per pass";
   if (r.measured) {
-    run += ", " + std::to_string(r.warmup_passes) + " warm-up + " +
-           std::to_string(r.timed_passes) + " timed passes; measured = median per instance";
+    run += ", " + std::to_string(r.warmup_passes) + " warm-up + " + std::to_string(r.timed_passes) +
+           " timed passes; measured = median per instance";
   }
   line("run: " + run);
   line("");
@@ -242,8 +243,9 @@ std::string format_execute_text(const ExecuteReport& r) {
          cell(format_error(c.error), 9, true) + cell(format_ms(c.predicted_all_s), 20, true));
   }
   line("");
-  std::string pass = "stack compute (forward+recompute+backward, collectives excluded): predicted " +
-                     format_ms(r.predicted_pass_s);
+  std::string pass =
+      "stack compute (forward+recompute+backward, collectives excluded): predicted " +
+      format_ms(r.predicted_pass_s);
   if (r.measured_pass_s) {
     pass += ", measured " + format_ms(*r.measured_pass_s) + " (events around the pass";
     if (r.measured_ops_s) pass += "; sum of op medians " + format_ms(*r.measured_ops_s);
@@ -263,8 +265,8 @@ std::string format_execute_text(const ExecuteReport& r) {
            format_error(relative_error(r.predicted_optimizer_s, *r.measured_optimizer_s));
   }
   line(opt);
-  if (r.overall_error) line("overall (every measured op, sum of medians): error " +
-                            format_error(r.overall_error));
+  if (r.overall_error)
+    line("overall (every measured op, sum of medians): error " + format_error(r.overall_error));
   if (!r.checks.empty()) {
     line("");
     line("checks:");
@@ -347,10 +349,9 @@ std::string execute_report_json(const ExecuteReport& r) {
       {"optimizer",
        {{"predicted_s", r.predicted_optimizer_s},
         {"measured_s", optional_number(r.measured_optimizer_s)},
-        {"error", r.measured_optimizer_s
-                      ? optional_number(relative_error(r.predicted_optimizer_s,
-                                                       *r.measured_optimizer_s))
-                      : json(nullptr)}}},
+        {"error", r.measured_optimizer_s ? optional_number(relative_error(r.predicted_optimizer_s,
+                                                                          *r.measured_optimizer_s))
+                                         : json(nullptr)}}},
       {"overall_error", optional_number(r.overall_error)},
       {"checks", checks},
       {"checks_passed", r.all_checks_passed()},

@@ -24,7 +24,7 @@ struct OpMeasurement {
 
 /// One correctness check of the run.
 struct CheckOutcome {
-  std::string name;    ///< "layer forward x_out", "gemm qkv samples", ...
+  std::string name;  ///< "layer forward x_out", "gemm qkv samples", ...
   bool passed = false;
   std::string detail;  ///< the errors found against their tolerance
 };
@@ -54,8 +54,8 @@ struct OpRow {
   std::string name;
   OpClass op_class = OpClass::kGemm;
   ExecPhase phase = ExecPhase::kForward;
-  std::string shape;     ///< "8192x6144x4096", "b1 h32/8 s8192 d128", "268 MB"
-  int64_t per_pass = 0;  ///< instances in one pass (count x layers; optimizer: count)
+  std::string shape;                 ///< "8192x6144x4096", "b1 h32/8 s8192 d128", "268 MB"
+  int64_t per_pass = 0;              ///< instances in one pass (count x layers; optimizer: count)
   std::optional<double> measured_s;  ///< median of the instances
   double predicted_s = 0;            ///< one instance
   std::optional<double> error;       ///< predicted / measured - 1
@@ -68,10 +68,10 @@ struct OpRow {
 /// Sums over the measured ops of one class, one pass.
 struct ClassRow {
   OpClass op_class = OpClass::kGemm;
-  int ops = 0;             ///< ops of the class in the plan
-  int measured_ops = 0;    ///< ... with a measurement
-  double measured_s = 0;   ///< sum of median x per_pass over measured ops
-  double predicted_s = 0;  ///< sum of predicted x per_pass over the same ops
+  int ops = 0;                 ///< ops of the class in the plan
+  int measured_ops = 0;        ///< ... with a measurement
+  double measured_s = 0;       ///< sum of median x per_pass over measured ops
+  double predicted_s = 0;      ///< sum of predicted x per_pass over the same ops
   double predicted_all_s = 0;  ///< ... over every op of the class
   std::optional<double> error;
 };

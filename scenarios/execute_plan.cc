@@ -57,12 +57,12 @@ double optimizer_params(const Job& job, int64_t layers) {
 
 /// Converts one strategies op; problems go to `problems`.
 std::optional<ExecOp> convert(const Op& op, ExecPhase phase, const Job& job,
-                              const calibration::ExecLayerShape& shape,
-                              const ExecuteHardware& hw, std::vector<Problem>& problems) {
+                              const calibration::ExecLayerShape& shape, const ExecuteHardware& hw,
+                              std::vector<Problem>& problems) {
   const std::optional<calibration::ExecStep> step = calibration::exec_step_from_name(op.name);
   if (!step) {
-    problems.push_back({"/model", "the layer has an op '" + op.name +
-                                      "' that the executor does not run",
+    problems.push_back({"/model",
+                        "the layer has an op '" + op.name + "' that the executor does not run",
                         "podsim execute runs dense Llama-style layers"});
     return std::nullopt;
   }
@@ -77,14 +77,15 @@ std::optional<ExecOp> convert(const Op& op, ExecPhase phase, const Job& job,
       e.op_class = OpClass::kGemm;
       e.gemm = {op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch};
       if (const auto want = calibration::expected_gemm(*step, shape); !want || !(*want == e.gemm)) {
-        problems.push_back({"/model", "op '" + op.name + "' has a shape the executor's layer does not run",
+        problems.push_back({"/model",
+                            "op '" + op.name + "' has a shape the executor's layer does not run",
                             "a podsim bug: strategies/workload.cc and the executor disagree"});
       }
       break;
     case OpKind::kAttention:
       e.op_class = OpClass::kAttention;
-      e.attention = {op.attention.batch,  op.attention.heads,  op.attention.kv_heads,
-                     op.attention.q_len,  op.attention.kv_len, op.attention.head_dim,
+      e.attention = {op.attention.batch, op.attention.heads,  op.attention.kv_heads,
+                     op.attention.q_len, op.attention.kv_len, op.attention.head_dim,
                      op.attention.causal};
       if (const auto want = calibration::expected_attention(*step, shape);
           !want || !(*want == e.attention) || !op.attention.flash) {
@@ -93,8 +94,8 @@ std::optional<ExecOp> convert(const Op& op, ExecPhase phase, const Job& job,
       }
       break;
     case OpKind::kMemoryBound:
-      e.op_class = op.role == strategies::OpRole::kOptimizer ? OpClass::kOptimizer
-                                                             : OpClass::kMemoryBound;
+      e.op_class =
+          op.role == strategies::OpRole::kOptimizer ? OpClass::kOptimizer : OpClass::kMemoryBound;
       e.bytes = op.memory.bytes;
       break;
     case OpKind::kCollective: {
@@ -102,7 +103,8 @@ std::optional<ExecOp> convert(const Op& op, ExecPhase phase, const Job& job,
       e.bytes = op.collective.bytes;
       const std::optional<ExecCollective> kind = exec_collective(op.collective.kind);
       if (op.collective.dim != strategies::Dim::kTp || !kind) {
-        problems.push_back({"/parallelism", "op '" + op.name + "' is a collective the executor does not run",
+        problems.push_back({"/parallelism",
+                            "op '" + op.name + "' is a collective the executor does not run",
                             "podsim execute runs tensor-parallel collectives only"});
         return std::nullopt;
       }
@@ -134,8 +136,8 @@ std::vector<Problem> execute_problems(const Job& job) {
     out.push_back({"/model/moe", "mixture-of-experts layers cannot be executed", dense});
   }
   if (m.norm != strategies::NormKind::kRmsNorm) {
-    out.push_back({"/model/norm", "only RMSNorm layers can be executed (this model uses LayerNorm)",
-                   dense});
+    out.push_back(
+        {"/model/norm", "only RMSNorm layers can be executed (this model uses LayerNorm)", dense});
   }
   if (m.mlp != strategies::MlpKind::kSwiglu) {
     out.push_back({"/model/mlp", "only SwiGLU MLPs can be executed (this model uses GeLU)", dense});
@@ -161,7 +163,8 @@ std::vector<Problem> execute_problems(const Job& job) {
     out.push_back({"/options", "only fp32 main gradients can be executed", ""});
   }
   if (out.empty()) {
-    for (const calibration::ExecLimit& limit : calibration::executor_limits(exec_layer_shape(job))) {
+    for (const calibration::ExecLimit& limit :
+         calibration::executor_limits(exec_layer_shape(job))) {
       out.push_back({json_path(limit.field), limit.message, ""});
     }
   }
@@ -189,7 +192,8 @@ int64_t gpu_share_layers(const Job& job) {
   int64_t most = 0;
   for (int64_t stage = 0; stage < job.plan.pp; ++stage) {
     int64_t layers = 0;
-    for (const strategies::ChunkInfo& c : strategies::stage_chunks(job, stage)) layers += c.layers();
+    for (const strategies::ChunkInfo& c : strategies::stage_chunks(job, stage))
+      layers += c.layers();
     most = std::max(most, layers);
   }
   return most;
@@ -221,9 +225,9 @@ Result<ExecPlan> build_execute_plan(const Job& job, int64_t layers, const Execut
   const double per_layer = strategies::layer_parameters(job).total();
   const double laid_out = d(calibration::layer_param_layout(plan.layer).total);
   if (per_layer != laid_out) {
-    problems.push_back({"/model", "the executor lays out " + std::to_string(laid_out) +
-                                      " parameters per layer, the plan counts " +
-                                      std::to_string(per_layer),
+    problems.push_back({"/model",
+                        "the executor lays out " + std::to_string(laid_out) +
+                            " parameters per layer, the plan counts " + std::to_string(per_layer),
                         "a podsim bug"});
   }
   plan.optimizer_params = optimizer_params(job, layers);
@@ -236,9 +240,11 @@ Result<ExecPlan> build_execute_plan(const Job& job, int64_t layers, const Execut
 
   const auto count = [](double v) { return std::to_string(static_cast<int64_t>(v)); };
   plan.notes.push_back(
-      "one rank's share: " + std::to_string(layers) + " layer(s) of the pipeline stage, no "
+      "one rank's share: " + std::to_string(layers) +
+      " layer(s) of the pipeline stage, no "
       "embedding or output layer; the timed pass runs the compute ops, each tensor-parallel "
-      "collective is timed alone (NCCL, bf16, GPUs 0.." + std::to_string(job.plan.tp - 1) +
+      "collective is timed alone (NCCL, bf16, GPUs 0.." +
+      std::to_string(job.plan.tp - 1) +
       ") when the machine has the GPUs and priced alone on the scenario's fabric");
   plan.notes.push_back(
       "weight gradients accumulate into fp32 main grads (GEMM output fp32, beta 1: Megatron's "
@@ -301,7 +307,8 @@ Result<ExecuteGpu> execute_gpu_model(const ScenarioSpec& spec, const std::string
                       std::move(fit.notes)};
   } catch (const std::exception& e) {  // ProfileError, or fitted parameters out of range
     return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile",
-                                 e.what(), "give the path of a profile written by `podsim calibrate`"}};
+                                 e.what(),
+                                 "give the path of a profile written by `podsim calibrate`"}};
   }
 }
 
@@ -322,7 +329,8 @@ Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOpti
   }
   const int64_t layers = options.layers.value_or(gpu_share_layers(job));
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
-  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
+  const hwmodels::CollectiveParams collectives =
+      hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
   const ExecuteHardware hw{gpu, fabric, collectives};
   Result<ExecPlan> plan = build_execute_plan(job, layers, hw, spec.name);
   if (!plan.ok()) return plan.problems();

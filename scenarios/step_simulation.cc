@@ -250,9 +250,9 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       shape.head_dim = a.head_dim;
       shape.causal = a.causal;
       shape.dropout = strategies::uses_dropout(job.model);
-      return gpu.attention_time(
-          shape, a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward, a.flash,
-          op.format);
+      return gpu.attention_time(shape,
+                                a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
+                                a.flash, op.format);
     }
     case OpKind::kMemoryBound:
       return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);

@@ -469,11 +469,10 @@ void launch_attention_backward(const AttnShape& sh, const AttnBackwardTensors& t
   PODSIM_CUDA_CHECK_LAUNCH();
   const dim3 grid(static_cast<unsigned>(sh.s / kBwdBc), static_cast<unsigned>(sh.hkv),
                   static_cast<unsigned>(sh.b));
-  const BwdStrides st{t.q.strides, t.k.strides, t.v.strides,
+  const BwdStrides st{t.q.strides,   t.k.strides,  t.v.strides,
                       t.d_o.strides, t.dk.strides, t.dv.strides};
-  attn_bwd_kernel<<<grid, 128, kBwdSmemBytes, stream>>>(t.q.ptr, t.k.ptr, t.v.ptr, t.d_o.ptr,
-                                                        t.lse, t.delta, t.dq_acc, t.dk.ptr,
-                                                        t.dv.ptr, sh, st);
+  attn_bwd_kernel<<<grid, 128, kBwdSmemBytes, stream>>>(
+      t.q.ptr, t.k.ptr, t.v.ptr, t.d_o.ptr, t.lse, t.delta, t.dq_acc, t.dk.ptr, t.dv.ptr, sh, st);
   PODSIM_CUDA_CHECK_LAUNCH();
   const size_t pairs = rows * (kD / 2);
   convert_dq_kernel<<<static_cast<unsigned>(std::min<size_t>((pairs + 255) / 256, 65536)), 256, 0,

@@ -1,6 +1,6 @@
-#include "calibration/cuda/cublaslt.cuh"
-
 #include <string>
+
+#include "calibration/cuda/cublaslt.cuh"
 
 namespace podsim::calibration::gpu {
 namespace {
@@ -73,8 +73,8 @@ RowMajorGemm::RowMajorGemm(cublasLtHandle_t lt, const RowMajorGemmSpec& spec,
 void RowMajorGemm::run(const void* a, const void* b, void* c, void* workspace,
                        cudaStream_t stream) const {
   const float alpha = 1.0f, beta = spec_.accumulate ? 1.0f : 0.0f;
-  PODSIM_CUBLAS_CHECK(cublasLtMatmul(lt_, desc_.d, &alpha, b, a_layout_.l, a, b_layout_.l, &beta,
-                                     c, c_layout_.l, c, c_layout_.l, &algo_, workspace,
+  PODSIM_CUBLAS_CHECK(cublasLtMatmul(lt_, desc_.d, &alpha, b, a_layout_.l, a, b_layout_.l, &beta, c,
+                                     c_layout_.l, c, c_layout_.l, &algo_, workspace,
                                      workspace_bytes_, stream));
 }
 

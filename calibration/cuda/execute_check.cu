@@ -1,11 +1,10 @@
-#include "calibration/cuda/execute_check.cuh"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
 
+#include "calibration/cuda/execute_check.cuh"
 #include "calibration/execute_reference.h"
 
 namespace podsim::calibration::gpu {
@@ -39,7 +38,8 @@ std::vector<double> read_bf16(const bf16* p, size_t n) {
 
 std::vector<double> read_f32(const float* p, size_t n) {
   std::vector<float> raw(n);
-  if (n > 0) PODSIM_CUDA_CHECK(cudaMemcpy(raw.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+  if (n > 0)
+    PODSIM_CUDA_CHECK(cudaMemcpy(raw.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
   return std::vector<double>(raw.begin(), raw.end());
 }
 
@@ -68,13 +68,13 @@ std::vector<double> read_rows(const bf16* p, size_t rows, int64_t row_stride, si
 double read_one(const void* p, size_t index, bool fp32) {
   if (fp32) {
     float v = 0;
-    PODSIM_CUDA_CHECK(cudaMemcpy(&v, static_cast<const float*>(p) + index, sizeof v,
-                                 cudaMemcpyDeviceToHost));
+    PODSIM_CUDA_CHECK(
+        cudaMemcpy(&v, static_cast<const float*>(p) + index, sizeof v, cudaMemcpyDeviceToHost));
     return static_cast<double>(v);
   }
   bf16 v;
-  PODSIM_CUDA_CHECK(cudaMemcpy(&v, static_cast<const bf16*>(p) + index, sizeof v,
-                               cudaMemcpyDeviceToHost));
+  PODSIM_CUDA_CHECK(
+      cudaMemcpy(&v, static_cast<const bf16*>(p) + index, sizeof v, cudaMemcpyDeviceToHost));
   return static_cast<double>(__bfloat162float(v));
 }
 
@@ -83,13 +83,14 @@ bool all_finite(const std::vector<double>& v) {
 }
 
 /// Judges a tensor against the reference; appends the error to `detail`.
-bool judge(const std::string& what, const std::vector<double>& got,
-           const std::vector<double>& want, double rms_tol, double max_tol, std::string& detail) {
+bool judge(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
+           double rms_tol, double max_tol, std::string& detail) {
   const TensorError e = tensor_error(got, want);
   const bool ok = e.rms_rel <= rms_tol && e.max_rel <= max_tol;
   if (!detail.empty()) detail += "; ";
-  detail += what + " rms " + fmt("%.2e", e.rms_rel) + " max " + fmt("%.2e", e.max_rel) +
-            (ok ? "" : " (FAILS: limits " + fmt("%.0e", rms_tol) + ", " + fmt("%.0e", max_tol) + ")");
+  detail +=
+      what + " rms " + fmt("%.2e", e.rms_rel) + " max " + fmt("%.2e", e.max_rel) +
+      (ok ? "" : " (FAILS: limits " + fmt("%.0e", rms_tol) + ", " + fmt("%.0e", max_tol) + ")");
   return ok;
 }
 
@@ -169,8 +170,8 @@ std::vector<CheckOutcome> check_against_reference(const ExecPlan& cp, cudaStream
   }
   {
     CheckOutcome c{"reference check: input gradient", true, ""};
-    c.passed = judge("dx_in", read_bf16(ex.input_gradient(0), z(n * h)), grads[0].dx,
-                     kBackwardRms, kBackwardMax, c.detail);
+    c.passed = judge("dx_in", read_bf16(ex.input_gradient(0), z(n * h)), grads[0].dx, kBackwardRms,
+                     kBackwardMax, c.detail);
     out.push_back(std::move(c));
   }
   const std::vector<double> gpu_grads = read_f32(ex.grads(), z(layers * lay.total));
@@ -182,12 +183,14 @@ std::vector<CheckOutcome> check_against_reference(const ExecPlan& cp, cudaStream
         const char* name;
         int64_t offset;
         const std::vector<double>* want;
-      } parts[] = {{"dW_qkv", lay.qkv, &g.qkv}, {"dW_o", lay.out, &g.out},
-                   {"dW_1", lay.fc1, &g.fc1},   {"dW_2", lay.fc2, &g.fc2},
+      } parts[] = {{"dW_qkv", lay.qkv, &g.qkv},     {"dW_o", lay.out, &g.out},
+                   {"dW_1", lay.fc1, &g.fc1},       {"dW_2", lay.fc2, &g.fc2},
                    {"dnorm1", lay.norm1, &g.norm1}, {"dnorm2", lay.norm2, &g.norm2}};
       for (const auto& part : parts) {
-        const auto first = gpu_grads.begin() + static_cast<std::ptrdiff_t>(l * lay.total + part.offset);
-        const std::vector<double> got(first, first + static_cast<std::ptrdiff_t>(part.want->size()));
+        const auto first =
+            gpu_grads.begin() + static_cast<std::ptrdiff_t>(l * lay.total + part.offset);
+        const std::vector<double> got(first,
+                                      first + static_cast<std::ptrdiff_t>(part.want->size()));
         c.passed = judge("L" + std::to_string(l) + " " + part.name, got, *part.want, kBackwardRms,
                          kBackwardMax, c.detail) &&
                    c.passed;
@@ -202,15 +205,16 @@ std::vector<CheckOutcome> check_against_reference(const ExecPlan& cp, cudaStream
   double sum_squares = 0;
   for (size_t i = 0; i < params; ++i) sum_squares += gpu_grads[i] * gpu_grads[i];
   double gpu_sum_squares = 0;
-  PODSIM_CUDA_CHECK(cudaMemcpy(&gpu_sum_squares, ex.grad_sum_squares(), sizeof(double),
-                               cudaMemcpyDeviceToHost));
+  PODSIM_CUDA_CHECK(
+      cudaMemcpy(&gpu_sum_squares, ex.grad_sum_squares(), sizeof(double), cudaMemcpyDeviceToHost));
   {
     const double rel = std::abs(gpu_sum_squares - sum_squares) / std::max(sum_squares, 1e-300);
     out.push_back({"reference check: gradient norm", rel <= kOptimizerRel,
                    "sum of squares rel. error " + fmt("%.2e", rel)});
   }
   {
-    std::vector<double> grad(gpu_grads.begin(), gpu_grads.begin() + static_cast<std::ptrdiff_t>(params));
+    std::vector<double> grad(gpu_grads.begin(),
+                             gpu_grads.begin() + static_cast<std::ptrdiff_t>(params));
     std::vector<double> p(initial.begin(), initial.begin() + static_cast<std::ptrdiff_t>(params));
     std::vector<double> m(params, 0.0), v(params, 0.0);
     reference_adam(cp.adam, 1, adam_clip_scale(cp.adam, sum_squares), grad, p, m, v);
@@ -219,18 +223,22 @@ std::vector<CheckOutcome> check_against_reference(const ExecPlan& cp, cudaStream
     CheckOutcome c{"reference check: AdamW step over " + std::to_string(params) + " of " +
                        std::to_string(total) + " parameters",
                    true, ""};
-    const std::vector<double> got_p(master.begin(), master.begin() + static_cast<std::ptrdiff_t>(params));
+    const std::vector<double> got_p(master.begin(),
+                                    master.begin() + static_cast<std::ptrdiff_t>(params));
     // The update is ~lr per step: judge it, not the weights it moves.
     std::vector<double> got_step(params), want_step(params);
     for (size_t i = 0; i < params; ++i) {
       got_step[i] = got_p[i] - initial[i];
       want_step[i] = p[i] - initial[i];
     }
-    c.passed = judge("update", got_step, want_step, kOptimizerRel * 10, kOptimizerRel * 100, c.detail);
-    c.passed = judge("m", read_f32(ex.adam_m(), params), m, kOptimizerRel, kOptimizerRel * 10,
-                     c.detail) && c.passed;
-    c.passed = judge("v", read_f32(ex.adam_v(), params), v, kOptimizerRel, kOptimizerRel * 10,
-                     c.detail) && c.passed;
+    c.passed =
+        judge("update", got_step, want_step, kOptimizerRel * 10, kOptimizerRel * 100, c.detail);
+    c.passed =
+        judge("m", read_f32(ex.adam_m(), params), m, kOptimizerRel, kOptimizerRel * 10, c.detail) &&
+        c.passed;
+    c.passed =
+        judge("v", read_f32(ex.adam_v(), params), v, kOptimizerRel, kOptimizerRel * 10, c.detail) &&
+        c.passed;
     size_t moved = 0, bad_bf16 = 0;
     const std::vector<double> bf = read_bf16(ex.weights(), total);
     for (size_t i = 0; i < total; ++i) {
@@ -258,10 +266,10 @@ std::string check_gemm(const GemmCall& call, const std::vector<GemmSample>& samp
   const RowMajorGemmSpec& s = call.gemm->spec();
   std::string problems;
   for (const GemmSample& smp : samples) {
-    const std::vector<double> arow =
-        s.trans_a ? read_rows(call.a + smp.i, z(s.k), s.m, 1) : read_bf16(call.a + smp.i * s.k, z(s.k));
-    const std::vector<double> bcol =
-        s.trans_b ? read_bf16(call.b + smp.j * s.k, z(s.k)) : read_rows(call.b + smp.j, z(s.k), s.n, 1);
+    const std::vector<double> arow = s.trans_a ? read_rows(call.a + smp.i, z(s.k), s.m, 1)
+                                               : read_bf16(call.a + smp.i * s.k, z(s.k));
+    const std::vector<double> bcol = s.trans_b ? read_bf16(call.b + smp.j * s.k, z(s.k))
+                                               : read_rows(call.b + smp.j, z(s.k), s.n, 1);
     double want = 0, scale = 0;
     for (size_t p = 0; p < arow.size(); ++p) {
       want += arow[p] * bcol[p];
@@ -306,15 +314,14 @@ std::string check_attention_forward(const LayerExecutor& ex, int64_t layer, doub
     const std::vector<double> k = head_rows(ex.k(layer), r.b, hk, r.i + 1);
     const std::vector<double> v = head_rows(ex.v(layer), r.b, hk, r.i + 1);
     std::vector<double> want(kAttnHeadDim);
-    const double lse = reference_attention_row(q.data(), k.data(), v.data(), r.i + 1,
-                                               kAttnHeadDim, static_cast<double>(sh.scale),
-                                               want.data());
+    const double lse = reference_attention_row(q.data(), k.data(), v.data(), r.i + 1, kAttnHeadDim,
+                                               static_cast<double>(sh.scale), want.data());
     const std::vector<double> got = head_row(ex.o(layer), r.b, r.h, r.i);
     const double e = tensor_error(got, want).max_rel;
     float lse_got = 0;
-    PODSIM_CUDA_CHECK(cudaMemcpy(&lse_got,
-                                 ex.lse(layer) + (static_cast<size_t>(r.b) * sh.hq + r.h) * sh.s + r.i,
-                                 sizeof lse_got, cudaMemcpyDeviceToHost));
+    PODSIM_CUDA_CHECK(
+        cudaMemcpy(&lse_got, ex.lse(layer) + (static_cast<size_t>(r.b) * sh.hq + r.h) * sh.s + r.i,
+                   sizeof lse_got, cudaMemcpyDeviceToHost));
     const double lse_err = std::abs(static_cast<double>(lse_got) - lse);
     worst = std::max(worst, std::isnan(e) ? INFINITY : e);
     if (!(e <= 2e-2) || !(lse_err <= 1e-2)) {

@@ -1,10 +1,9 @@
-#include "calibration/cuda/execute_kernels.cuh"
-
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "calibration/cuda/check.h"
+#include "calibration/cuda/execute_kernels.cuh"
 
 namespace podsim::calibration::gpu {
 namespace {
@@ -269,8 +268,7 @@ __global__ void __launch_bounds__(kThreads)
     adam_kernel(float* __restrict__ master, float* __restrict__ m, float* __restrict__ v,
                 const float* __restrict__ grad, bf16* __restrict__ weights, int64_t n,
                 const double* __restrict__ sum_squares, AdamArgs args) {
-  const float clip = fminf(
-      1.0f, args.clip_norm / (static_cast<float>(sqrt(*sum_squares)) + 1e-6f));
+  const float clip = fminf(1.0f, args.clip_norm / (static_cast<float>(sqrt(*sum_squares)) + 1e-6f));
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t n4 = n / 4;
@@ -337,8 +335,7 @@ void launch_rope(bf16* qkv, const float2* table, int64_t tokens, int64_t seq, in
   PODSIM_CUDA_CHECK_LAUNCH();
 }
 
-void launch_swiglu_forward(const bf16* u, bf16* a, int64_t rows, int64_t ffn,
-                           cudaStream_t stream) {
+void launch_swiglu_forward(const bf16* u, bf16* a, int64_t rows, int64_t ffn, cudaStream_t stream) {
   require(ffn % 8 == 0, "ffn must be a multiple of 8");
   swiglu_fwd_kernel<<<grid_for(rows * ffn / 8, kThreads), kThreads, 0, stream>>>(u, a, rows, ffn);
   PODSIM_CUDA_CHECK_LAUNCH();

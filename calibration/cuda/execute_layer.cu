@@ -1,9 +1,9 @@
-#include "calibration/cuda/execute_layer.cuh"
-
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "calibration/cuda/execute_layer.cuh"
 
 namespace podsim::calibration::gpu {
 namespace {
@@ -162,10 +162,10 @@ LayerExecutor::LayerExecutor(const ExecPlan& plan, cudaStream_t stream, cublasLt
   std::vector<float2> table(z(s_.seq * 64));
   for (int64_t p = 0; p < s_.seq; ++p) {
     for (int64_t c = 0; c < 64; ++c) {
-      const double angle = static_cast<double>(p) *
-                           std::pow(s_.rope_theta, -2.0 * static_cast<double>(c) / 128.0);
-      table[z(p * 64 + c)] = make_float2(static_cast<float>(std::cos(angle)),
-                                         static_cast<float>(std::sin(angle)));
+      const double angle =
+          static_cast<double>(p) * std::pow(s_.rope_theta, -2.0 * static_cast<double>(c) / 128.0);
+      table[z(p * 64 + c)] =
+          make_float2(static_cast<float>(std::cos(angle)), static_cast<float>(std::sin(angle)));
     }
   }
   rope_table_ = DeviceBuffer<float2>(table.size());
@@ -200,7 +200,8 @@ void LayerExecutor::check_ops() const {
     throw std::runtime_error("execute: op '" + op.name + "' " + why);
   };
   for (const ExecOp& op : plan_.layer_ops) {
-    if (to_string(op.step) != op.name) fail(op, "is mapped to step " + std::string(to_string(op.step)));
+    if (to_string(op.step) != op.name)
+      fail(op, "is mapped to step " + std::string(to_string(op.step)));
     if (op.count < 1) fail(op, "runs no instance");
     if (is_optimizer_step(op.step)) fail(op, "is an optimizer op among the layer's ops");
     if (const auto g = expected_gemm(op.step, s_)) {
@@ -256,9 +257,7 @@ float* LayerExecutor::grad(int64_t layer, int64_t offset) const {
 const bf16* LayerExecutor::output_gradient(int64_t layer) const {
   return layer == plan_.layers - 1 ? dy_top_.get() : chain_[(layer + 1) % 2].get();
 }
-const bf16* LayerExecutor::input_gradient(int64_t layer) const {
-  return chain_[layer % 2].get();
-}
+const bf16* LayerExecutor::input_gradient(int64_t layer) const { return chain_[layer % 2].get(); }
 bf16* LayerExecutor::gathered_gradient(const bf16* rows) const {
   return s_.sequence_parallel ? dgath_.get() : const_cast<bf16*>(rows);
 }
@@ -325,8 +324,12 @@ void LayerExecutor::gemm(const GemmCall& call) const {
 }
 
 AttnShape LayerExecutor::attention_shape() const {
-  return {static_cast<int>(s_.batch), static_cast<int>(s_.heads), static_cast<int>(s_.kv_heads),
-          static_cast<int>(s_.seq), 1.0f / std::sqrt(static_cast<float>(s_.head_dim)), true};
+  return {static_cast<int>(s_.batch),
+          static_cast<int>(s_.heads),
+          static_cast<int>(s_.kv_heads),
+          static_cast<int>(s_.seq),
+          1.0f / std::sqrt(static_cast<float>(s_.head_dim)),
+          true};
 }
 
 AttnTensor LayerExecutor::q(int64_t l) const {
@@ -393,8 +396,8 @@ void LayerExecutor::upload_layer(int64_t layer, const std::vector<double>& param
   std::vector<float> master(params.size());
   for (size_t i = 0; i < params.size(); ++i) master[i] = __bfloat162float(w[i]);
   const size_t at = z(layer * layout_.total);
-  PODSIM_CUDA_CHECK(cudaMemcpy(weights_.get() + at, w.data(), w.size() * sizeof(bf16),
-                               cudaMemcpyHostToDevice));
+  PODSIM_CUDA_CHECK(
+      cudaMemcpy(weights_.get() + at, w.data(), w.size() * sizeof(bf16), cudaMemcpyHostToDevice));
   PODSIM_CUDA_CHECK(cudaMemcpy(master_.get() + at, master.data(), master.size() * sizeof(float),
                                cudaMemcpyHostToDevice));
 }
@@ -404,8 +407,7 @@ void LayerExecutor::upload_input(const std::vector<double>& x0, const std::vecto
   if (x0.size() != n || dy_top.size() != n) throw std::invalid_argument("upload_input: sizes");
   const std::vector<bf16> x = to_bf16(x0), dy = to_bf16(dy_top);
   PODSIM_CUDA_CHECK(cudaMemcpy(x_[0].get(), x.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
-  PODSIM_CUDA_CHECK(
-      cudaMemcpy(dy_top_.get(), dy.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  PODSIM_CUDA_CHECK(cudaMemcpy(dy_top_.get(), dy.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
 }
 
 void LayerExecutor::zero_grads() {

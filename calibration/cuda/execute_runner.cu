@@ -2,8 +2,6 @@
 // the timed passes and the collectives, each a section that records its
 // failure and lets the rest go on unless the CUDA context is lost.
 
-#include "calibration/cuda/execute_runner.h"
-
 #include <algorithm>
 #include <cstdio>
 
@@ -11,6 +9,7 @@
 #include "calibration/cuda/cublaslt.cuh"
 #include "calibration/cuda/execute_check.cuh"
 #include "calibration/cuda/execute_layer.cuh"
+#include "calibration/cuda/execute_runner.h"
 #include "calibration/cuda/multi_gpu.cuh"
 
 namespace podsim::calibration::gpu {
@@ -177,8 +176,8 @@ ExecMeasurement run_execute(const ExecPlan& plan, const ExecPlan& check_plan,
 
   Stream stream;
   LtHandle lt;
-  bool lost = run_section("setup", options.device, m.errors,
-                          [&] { prepare_attention_kernels(prop); });
+  bool lost =
+      run_section("setup", options.device, m.errors, [&] { prepare_attention_kernels(prop); });
   if (!lost) {
     progress("reference check at small shapes");
     lost = run_section("reference check", options.device, m.errors, [&] {

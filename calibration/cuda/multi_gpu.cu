@@ -1,7 +1,7 @@
-#include "calibration/cuda/multi_gpu.cuh"
-
 #include <algorithm>
 #include <cmath>
+
+#include "calibration/cuda/multi_gpu.cuh"
 
 namespace podsim::calibration::gpu {
 
@@ -42,8 +42,8 @@ CollectiveRunner::CollectiveRunner(int n, size_t max_bytes, ncclDataType_t type)
     rank->recv = DeviceBuffer<unsigned char>(max_bytes);
     const size_t elements = max_bytes / element_bytes_;
     if (type == ncclBfloat16) {
-      fill_random(reinterpret_cast<__nv_bfloat16*>(rank->send.get()), elements, rank_seed(r),
-                  -1.0f, 1.0f, rank->stream.get());
+      fill_random(reinterpret_cast<__nv_bfloat16*>(rank->send.get()), elements, rank_seed(r), -1.0f,
+                  1.0f, rank->stream.get());
     } else {
       fill_random(reinterpret_cast<float*>(rank->send.get()), elements, rank_seed(r), -1.0f, 1.0f,
                   rank->stream.get());

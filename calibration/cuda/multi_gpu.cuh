@@ -39,15 +39,15 @@ enum class Coll : int { kAllReduce = 0, kAllGather = 1, kReduceScatter = 2, kAll
 
 #if PODSIM_HAVE_NCCL
 
-#define PODSIM_NCCL_CHECK(call)                                                             \
-  do {                                                                                      \
-    const ncclResult_t podsim_nr_ = (call);                                                 \
-    if (podsim_nr_ != ncclSuccess) {                                                        \
-      throw ::podsim::calibration::gpu::CudaError(                                          \
-          std::string(#call) + " failed at " + __FILE__ + ":" + std::to_string(__LINE__) +  \
-              ": " + ncclGetErrorString(podsim_nr_),                                        \
-          false);                                                                           \
-    }                                                                                       \
+#define PODSIM_NCCL_CHECK(call)                                                                   \
+  do {                                                                                            \
+    const ncclResult_t podsim_nr_ = (call);                                                       \
+    if (podsim_nr_ != ncclSuccess) {                                                              \
+      throw ::podsim::calibration::gpu::CudaError(std::string(#call) + " failed at " + __FILE__ + \
+                                                      ":" + std::to_string(__LINE__) + ": " +     \
+                                                      ncclGetErrorString(podsim_nr_),             \
+                                                  false);                                         \
+    }                                                                                             \
   } while (0)
 
 /// One communicator per device 0..n-1 (ncclCommInitAll).

@@ -134,8 +134,8 @@ RawMeasurements run_calibration(const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   for (const Section& section : sections) {
     ctx.progress(std::string("== ") + section.name);
-    const bool lost = run_section(section.name, options.device, raw.errors,
-                                  [&] { section.run(ctx); });
+    const bool lost =
+        run_section(section.name, options.device, raw.errors, [&] { section.run(ctx); });
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ctx.progress(std::string("   ") + section.name + " done at " +

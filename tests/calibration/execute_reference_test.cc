@@ -60,11 +60,10 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 
 // L = dout . layer(x, w). Every analytic derivative of `values` (a weight
 // tensor or the input) must match the central difference at a few entries.
-void expect_gradient_matches(const ExecLayerShape& s, const char* what,
-                             const std::function<std::vector<double>&(RefLayerWeights&,
-                                                                      std::vector<double>&)>& pick,
-                             const std::function<const std::vector<double>&(const RefLayerGrads&)>&
-                                 analytic) {
+void expect_gradient_matches(
+    const ExecLayerShape& s, const char* what,
+    const std::function<std::vector<double>&(RefLayerWeights&, std::vector<double>&)>& pick,
+    const std::function<const std::vector<double>&(const RefLayerGrads&)>& analytic) {
   RefLayerWeights w = random_weights(s, 11);
   std::vector<double> x = uniform(static_cast<size_t>(s.norm_tokens * s.hidden), 21, 1.0);
   const std::vector<double> dout = uniform(x.size(), 31, 1.0);
@@ -91,23 +90,31 @@ void expect_layer_gradients(const ExecLayerShape& s) {
   using W = RefLayerWeights;
   using V = std::vector<double>;
   using G = RefLayerGrads;
-  expect_gradient_matches(s, "x", [](W&, V& x) -> V& { return x; },
-                          [](const G& g) -> const V& { return g.dx; });
-  expect_gradient_matches(s, "W_qkv", [](W& w, V&) -> V& { return w.qkv; },
-                          [](const G& g) -> const V& { return g.dw.qkv; });
-  expect_gradient_matches(s, "W_o", [](W& w, V&) -> V& { return w.out; },
-                          [](const G& g) -> const V& { return g.dw.out; });
-  expect_gradient_matches(s, "W_1", [](W& w, V&) -> V& { return w.fc1; },
-                          [](const G& g) -> const V& { return g.dw.fc1; });
-  expect_gradient_matches(s, "W_2", [](W& w, V&) -> V& { return w.fc2; },
-                          [](const G& g) -> const V& { return g.dw.fc2; });
-  expect_gradient_matches(s, "norm1", [](W& w, V&) -> V& { return w.norm1; },
-                          [](const G& g) -> const V& { return g.dw.norm1; });
-  expect_gradient_matches(s, "norm2", [](W& w, V&) -> V& { return w.norm2; },
-                          [](const G& g) -> const V& { return g.dw.norm2; });
+  expect_gradient_matches(
+      s, "x", [](W&, V& x) -> V& { return x; }, [](const G& g) -> const V& { return g.dx; });
+  expect_gradient_matches(
+      s, "W_qkv", [](W& w, V&) -> V& { return w.qkv; },
+      [](const G& g) -> const V& { return g.dw.qkv; });
+  expect_gradient_matches(
+      s, "W_o", [](W& w, V&) -> V& { return w.out; },
+      [](const G& g) -> const V& { return g.dw.out; });
+  expect_gradient_matches(
+      s, "W_1", [](W& w, V&) -> V& { return w.fc1; },
+      [](const G& g) -> const V& { return g.dw.fc1; });
+  expect_gradient_matches(
+      s, "W_2", [](W& w, V&) -> V& { return w.fc2; },
+      [](const G& g) -> const V& { return g.dw.fc2; });
+  expect_gradient_matches(
+      s, "norm1", [](W& w, V&) -> V& { return w.norm1; },
+      [](const G& g) -> const V& { return g.dw.norm1; });
+  expect_gradient_matches(
+      s, "norm2", [](W& w, V&) -> V& { return w.norm2; },
+      [](const G& g) -> const V& { return g.dw.norm2; });
 }
 
-TEST(ExecuteReference, BackwardIsTheGradientOfTheForward) { expect_layer_gradients(tiny_shape(1, false)); }
+TEST(ExecuteReference, BackwardIsTheGradientOfTheForward) {
+  expect_layer_gradients(tiny_shape(1, false));
+}
 
 TEST(ExecuteReference, BackwardIsTheGradientWithTensorParallelAllReduce) {
   // Without sequence parallelism the emulated all-reduces are the identity:
@@ -144,13 +151,14 @@ TEST(ExecuteReference, AttentionRowHelpersAgreeWithTheFullAttention) {
   reference_attention_backward(a, qv, kv, vv, {o.data(), 72, 36, 4}, dov, {dq.data(), 72, 36, 4},
                                {dk.data(), 36, 36, 4}, {dv.data(), 36, 36, 4});
   // Row 0 attends to key 0 only: its output is value row 0.
-  for (int c = 0; c < 4; ++c) EXPECT_NEAR(o[static_cast<size_t>(c)], v[static_cast<size_t>(c)], 1e-15);
+  for (int c = 0; c < 4; ++c)
+    EXPECT_NEAR(o[static_cast<size_t>(c)], v[static_cast<size_t>(c)], 1e-15);
   for (int h = 0; h < 2; ++h) {
     for (int i : {0, 4, 8}) {
       const size_t row = static_cast<size_t>((h * 9 + i) * 4);
       std::vector<double> o_row(4), dq_row(4);
-      const double l = reference_attention_row(&q[row], k.data(), v.data(), i + 1, 4, 0.5,
-                                               o_row.data());
+      const double l =
+          reference_attention_row(&q[row], k.data(), v.data(), i + 1, 4, 0.5, o_row.data());
       EXPECT_NEAR(l, lse[static_cast<size_t>(h * 9 + i)], 1e-12);
       reference_attention_dq_row(&q[row], k.data(), v.data(), &o[row], &d_o[row], i + 1, 4, 0.5,
                                  dq_row.data());
@@ -201,8 +209,7 @@ TEST(ExecuteReference, TensorErrorIsRelativeToTheReference) {
   const TensorError e = tensor_error({1.0, 2.1, -4.0}, {1.0, 2.0, -4.0});
   EXPECT_NEAR(e.max_rel, 0.1 / 4.0, 1e-12);
   EXPECT_NEAR(e.rms_rel, std::sqrt(0.01 / 21.0), 1e-12);
-  EXPECT_TRUE(std::isinf(
-      tensor_error({std::numeric_limits<double>::quiet_NaN()}, {1.0}).max_rel));
+  EXPECT_TRUE(std::isinf(tensor_error({std::numeric_limits<double>::quiet_NaN()}, {1.0}).max_rel));
   EXPECT_THROW(tensor_error({1.0}, {1.0, 2.0}), std::invalid_argument);
 }
 

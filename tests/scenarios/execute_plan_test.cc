@@ -65,7 +65,8 @@ TEST(ExecutePlan, RunsTheSimulatorsLayerOpsInOrder) {
   for (const auto& [pass, phase] : {std::pair{strategies::Pass::kForward, ExecPhase::kForward},
                                     std::pair{strategies::Pass::kRecompute, ExecPhase::kRecompute},
                                     std::pair{strategies::Pass::kBackward, ExecPhase::kBackward}}) {
-    for (const strategies::Op& op : strategies::layer_ops(job, pass)) want.emplace_back(op.name, phase);
+    for (const strategies::Op& op : strategies::layer_ops(job, pass))
+      want.emplace_back(op.name, phase);
   }
   ASSERT_EQ(plan.layer_ops.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -74,8 +75,9 @@ TEST(ExecutePlan, RunsTheSimulatorsLayerOpsInOrder) {
     EXPECT_EQ(calibration::to_string(plan.layer_ops[i].step), want[i].first);
   }
   // Selective recompute runs the attention core again.
-  const auto recomputed = std::count_if(plan.layer_ops.begin(), plan.layer_ops.end(),
-                                        [](const ExecOp& op) { return op.phase == ExecPhase::kRecompute; });
+  const auto recomputed =
+      std::count_if(plan.layer_ops.begin(), plan.layer_ops.end(),
+                    [](const ExecOp& op) { return op.phase == ExecPhase::kRecompute; });
   EXPECT_EQ(recomputed, 1);
   EXPECT_EQ(plan.layers, 3);
   EXPECT_EQ(plan.layer.norm_tokens, 2048);
@@ -136,11 +138,10 @@ TEST(ExecutePlan, CollectivesArePricedOverTheTpGroup) {
     const hwmodels::CollectiveOp kind = op.collective == calibration::ExecCollective::kAllGather
                                             ? hwmodels::CollectiveOp::kAllGather
                                             : hwmodels::CollectiveOp::kReduceScatter;
-    EXPECT_DOUBLE_EQ(op.predicted_s,
-                     hwmodels::predict_collective(hw.fabric, kind, hwmodels::gpu_range(0, 8),
-                                                  op.bytes, hwmodels::Algorithm::kAuto,
-                                                  hw.collectives)
-                         .time_s);
+    EXPECT_DOUBLE_EQ(op.predicted_s, hwmodels::predict_collective(
+                                         hw.fabric, kind, hwmodels::gpu_range(0, 8), op.bytes,
+                                         hwmodels::Algorithm::kAuto, hw.collectives)
+                                         .time_s);
     EXPECT_DOUBLE_EQ(op.bytes, 8192.0 * 16384 * 2);  // the gathered activations, bf16
   }
   // Forward: 2 gathers + 2 reduce-scatters; backward: 2 dout gathers, 2

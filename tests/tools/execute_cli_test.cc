@@ -17,7 +17,8 @@ std::string case_file(const char* name) {
 }
 
 TEST(ExecuteCli, WithoutAGpuExitsThreeWithOneSentence) {
-  const RunResult r = run_podsim({"execute", case_file("llama3-8b-tp2-s8192.json"), "--layers", "1"});
+  const RunResult r =
+      run_podsim({"execute", case_file("llama3-8b-tp2-s8192.json"), "--layers", "1"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err.rfind("no CUDA device: ", 0), 0u) << r.err;
@@ -28,12 +29,13 @@ TEST(ExecuteCli, WithoutAGpuExitsThreeWithOneSentence) {
 }
 
 TEST(ExecuteCli, DryRunListsEveryOpWithItsPrediction) {
-  const RunResult r = run_podsim(
-      {"execute", case_file("llama3-70b-tp8-s8192.json"), "--layers", "2", "--dry-run"});
+  const RunResult r =
+      run_podsim({"execute", case_file("llama3-70b-tp8-s8192.json"), "--layers", "2", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* want : {"podsim execute: llama3-70b-tp8-s8192", "dry run", "qkv", "attn_core_bwd",
-                           "mlp_fc1_wgrad", "reduce_scatter", "adam_step", "per layer: predicted",
-                           "heads=8 kv_heads=1", "tp=8, sequence parallel"}) {
+  for (const char* want :
+       {"podsim execute: llama3-70b-tp8-s8192", "dry run", "qkv", "attn_core_bwd", "mlp_fc1_wgrad",
+        "reduce_scatter", "adam_step", "per layer: predicted", "heads=8 kv_heads=1",
+        "tp=8, sequence parallel"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want;
   }
   const RunResult j = run_podsim(
@@ -56,8 +58,8 @@ TEST(ExecuteCli, DryRunListsEveryOpWithItsPrediction) {
 TEST(ExecuteCli, ReportFileHoldsTheJson) {
   const std::string path = ::testing::TempDir() + "/podsim_execute_cli_report.json";
   std::filesystem::remove(path);
-  const RunResult r = run_podsim(
-      {"execute", case_file("llama3-8b-tp1-s2048.json"), "--dry-run", "--report", path});
+  const RunResult r =
+      run_podsim({"execute", case_file("llama3-8b-tp1-s2048.json"), "--dry-run", "--report", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(std::filesystem::exists(path));
   std::ifstream in(path);
@@ -78,9 +80,9 @@ TEST(ExecuteCli, ScenariosTheExecutorCannotRunAreBadInputWithPaths) {
   EXPECT_NE(moe.err.find("/model/moe: mixture-of-experts layers cannot be executed"),
             std::string::npos)
       << moe.err;
-  const RunResult cp = run_podsim(
-      {"execute",
-       std::string(PODSIM_SOURCE_DIR) + "/scenarios/examples/llama3-70b-long-context-cp.json"});
+  const RunResult cp =
+      run_podsim({"execute", std::string(PODSIM_SOURCE_DIR) +
+                                 "/scenarios/examples/llama3-70b-long-context-cp.json"});
   EXPECT_EQ(cp.exit_code, 2);
   EXPECT_NE(cp.err.find("/parallelism/cp"), std::string::npos) << cp.err;
   EXPECT_FALSE(looks_like_a_crash(moe.err + cp.err));
@@ -98,7 +100,8 @@ TEST(ExecuteCli, UsageErrors) {
                                         "--profile", "/nonexistent/profile.json", "--dry-run"});
   EXPECT_EQ(profile.exit_code, 2);
   EXPECT_NE(profile.err.find(": --profile: "), std::string::npos) << profile.err;
-  const RunResult unknown = run_podsim({"execute", case_file("llama3-8b-tp1-s2048.json"), "--fast"});
+  const RunResult unknown =
+      run_podsim({"execute", case_file("llama3-8b-tp1-s2048.json"), "--fast"});
   EXPECT_EQ(unknown.exit_code, 2);
   const RunResult missing = run_podsim({"execute", "/nonexistent/scenario.json", "--dry-run"});
   EXPECT_EQ(missing.exit_code, 2);
@@ -112,8 +115,8 @@ TEST(ExecuteCli, UsageErrors) {
 
 TEST(ExecuteCli, EveryExecuteCaseIsAValidPlan) {
   int cases = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) + "/calibration/execute-cases")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PODSIM_SOURCE_DIR) +
+                                                               "/calibration/execute-cases")) {
     if (entry.path().extension() != ".json") continue;
     ++cases;
     const RunResult r =

@@ -31,7 +31,8 @@ constexpr const char* kUsage =
 
 constexpr const char* kAbout =
     "Runs one GPU's share of the scenario for real on this machine's GPU: its pipeline stage's "
-    "transformer layers, sharded as the plan shards them (TP/SP heads and MLP columns, micro-batch, "
+    "transformer layers, sharded as the plan shards them (TP/SP heads and MLP columns, "
+    "micro-batch, "
     "sequence), forward, recompute and backward in bf16 (cuBLASLt GEMMs, podsim's flash-attention "
     "kernels, RMSNorm, rotary, SwiGLU, residuals) and the AdamW step over the rank's parameters, "
     "and prints, op by op and in total, the measured time beside the time podsim predicts for the "
@@ -129,8 +130,8 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
     const std::filesystem::path dir = std::filesystem::path(o.report).parent_path();
     std::error_code ec;
     if (o.report.empty() || (!dir.empty() && !std::filesystem::is_directory(dir, ec))) {
-      return usage_error(io, "cannot write the report to '" + o.report +
-                                 "': its directory does not exist");
+      return usage_error(
+          io, "cannot write the report to '" + o.report + "': its directory does not exist");
     }
   }
   const std::string profile =
