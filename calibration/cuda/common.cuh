@@ -212,6 +212,13 @@ inline std::vector<double> per_operation(std::vector<double> times, int n) {
   return times;
 }
 
+// ------------------------------------------------------------------ device
+
+/// Makes `device` current, fills `prop` with its properties and returns how
+/// many devices are visible. Throws NoDeviceError when there is no usable
+/// device or no device of that number.
+int select_device(int device, cudaDeviceProp& prop);
+
 // ------------------------------------------------------------------ sections
 
 /// Runs `body` (one section of a run) on `device`; a failure becomes a line

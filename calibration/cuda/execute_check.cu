@@ -305,17 +305,27 @@ std::vector<RowPick> attention_rows(const AttnShape& sh) {
   return {{sh.b - 1, sh.hq - 1, sh.s - 1}, {0, 0, std::min(sh.s - 1, sh.s / 2 + 5)}};
 }
 
+/// Query row r.i of head r.h and the key and value rows it attends to (rotated, as attention read
+/// them).
+struct RowInputs {
+  std::vector<double> q, k, v;
+};
+RowInputs row_inputs(const LayerExecutor& ex, int64_t layer, const RowPick& r) {
+  const AttnShape sh = ex.attention_shape();
+  const int hk = r.h / (sh.hq / sh.hkv);
+  return {head_row(ex.q(layer), r.b, r.h, r.i), head_rows(ex.k(layer), r.b, hk, r.i + 1),
+          head_rows(ex.v(layer), r.b, hk, r.i + 1)};
+}
+
 std::string check_attention_forward(const LayerExecutor& ex, int64_t layer, double& worst) {
   const AttnShape sh = ex.attention_shape();
   std::string problems;
   for (const RowPick& r : attention_rows(sh)) {
-    const int hk = r.h / (sh.hq / sh.hkv);
-    const std::vector<double> q = head_row(ex.q(layer), r.b, r.h, r.i);
-    const std::vector<double> k = head_rows(ex.k(layer), r.b, hk, r.i + 1);
-    const std::vector<double> v = head_rows(ex.v(layer), r.b, hk, r.i + 1);
+    const RowInputs in = row_inputs(ex, layer, r);
     std::vector<double> want(kAttnHeadDim);
-    const double lse = reference_attention_row(q.data(), k.data(), v.data(), r.i + 1, kAttnHeadDim,
-                                               static_cast<double>(sh.scale), want.data());
+    const double lse =
+        reference_attention_row(in.q.data(), in.k.data(), in.v.data(), r.i + 1, kAttnHeadDim,
+                                static_cast<double>(sh.scale), want.data());
     const std::vector<double> got = head_row(ex.o(layer), r.b, r.h, r.i);
     const double e = tensor_error(got, want).max_rel;
     float lse_got = 0;
@@ -337,14 +347,11 @@ std::string check_attention_dq(const LayerExecutor& ex, int64_t layer, double& w
   const AttnShape sh = ex.attention_shape();
   std::string problems;
   for (const RowPick& r : attention_rows(sh)) {
-    const int hk = r.h / (sh.hq / sh.hkv);
-    const std::vector<double> q = head_row(ex.q(layer), r.b, r.h, r.i);
-    const std::vector<double> k = head_rows(ex.k(layer), r.b, hk, r.i + 1);
-    const std::vector<double> v = head_rows(ex.v(layer), r.b, hk, r.i + 1);
+    const RowInputs in = row_inputs(ex, layer, r);
     const std::vector<double> o = head_row(ex.o(layer), r.b, r.h, r.i);
     const std::vector<double> d_o = head_row(ex.d_o(), r.b, r.h, r.i);
     std::vector<double> want(kAttnHeadDim);
-    reference_attention_dq_row(q.data(), k.data(), v.data(), o.data(), d_o.data(), r.i + 1,
+    reference_attention_dq_row(in.q.data(), in.k.data(), in.v.data(), o.data(), d_o.data(), r.i + 1,
                                kAttnHeadDim, static_cast<double>(sh.scale), want.data());
     const double e = tensor_error(head_row(ex.dq(), r.b, r.h, r.i), want).max_rel;
     worst = std::max(worst, std::isnan(e) ? INFINITY : e);

@@ -173,6 +173,15 @@ __global__ void rope_kernel(bf16* __restrict__ qkv, const float2* __restrict__ t
 
 __device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + __expf(-v)); }
 
+/// The 8 gate and 8 up values at columns c..c+7 of row r of u = [gate | up].
+struct GateUp {
+  uint4 gate, up;
+};
+__device__ __forceinline__ GateUp load_gate_up(const bf16* u, int64_t r, int64_t c, int64_t ffn) {
+  return {*reinterpret_cast<const uint4*>(u + r * 2 * ffn + c),
+          *reinterpret_cast<const uint4*>(u + r * 2 * ffn + ffn + c)};
+}
+
 __global__ void swiglu_fwd_kernel(const bf16* __restrict__ u, bf16* __restrict__ a, int64_t rows,
                                   int64_t ffn) {
   const int64_t fv = ffn / 8, total = rows * fv;
@@ -180,10 +189,9 @@ __global__ void swiglu_fwd_kernel(const bf16* __restrict__ u, bf16* __restrict__
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += stride) {
     const int64_t r = idx / fv, c = (idx % fv) * 8;
-    const uint4 gv = *reinterpret_cast<const uint4*>(u + r * 2 * ffn + c);
-    const uint4 uv = *reinterpret_cast<const uint4*>(u + r * 2 * ffn + ffn + c);
-    const bf16* ge = reinterpret_cast<const bf16*>(&gv);
-    const bf16* ue = reinterpret_cast<const bf16*>(&uv);
+    const GateUp in = load_gate_up(u, r, c, ffn);
+    const bf16* ge = reinterpret_cast<const bf16*>(&in.gate);
+    const bf16* ue = reinterpret_cast<const bf16*>(&in.up);
     uint4 o;
     bf16* oe = reinterpret_cast<bf16*>(&o);
 #pragma unroll
@@ -202,11 +210,10 @@ __global__ void swiglu_bwd_kernel(const bf16* __restrict__ u, const bf16* __rest
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += stride) {
     const int64_t r = idx / fv, c = (idx % fv) * 8;
-    const uint4 gv = *reinterpret_cast<const uint4*>(u + r * 2 * ffn + c);
-    const uint4 uv = *reinterpret_cast<const uint4*>(u + r * 2 * ffn + ffn + c);
+    const GateUp in = load_gate_up(u, r, c, ffn);
     const uint4 dv = *reinterpret_cast<const uint4*>(da + r * ffn + c);
-    const bf16* ge = reinterpret_cast<const bf16*>(&gv);
-    const bf16* ue = reinterpret_cast<const bf16*>(&uv);
+    const bf16* ge = reinterpret_cast<const bf16*>(&in.gate);
+    const bf16* ue = reinterpret_cast<const bf16*>(&in.up);
     const bf16* de = reinterpret_cast<const bf16*>(&dv);
     uint4 dg, dup;
     bf16* dge = reinterpret_cast<bf16*>(&dg);

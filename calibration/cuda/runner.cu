@@ -100,17 +100,8 @@ std::string device_unavailable_reason() {
 }
 
 RawMeasurements run_calibration(const RunOptions& options) {
-  const std::string reason = device_unavailable_reason();
-  if (!reason.empty()) throw NoDeviceError(reason);
-  int count = 0;
-  PODSIM_CUDA_CHECK(cudaGetDeviceCount(&count));
-  if (options.device < 0 || options.device >= count) {
-    throw NoDeviceError("device " + std::to_string(options.device) + " does not exist (" +
-                        std::to_string(count) + " visible)");
-  }
-  PODSIM_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
-  PODSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  const int count = select_device(options.device, prop);
 
   RawMeasurements raw;
   raw.provenance = read_provenance(options, prop, count);

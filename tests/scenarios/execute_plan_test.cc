@@ -228,18 +228,24 @@ TEST(ExecutePlan, GpuShareIsTheLargestStage) {
   EXPECT_EQ(gpu_share_layers(job), 20);
 }
 
-TEST(ExecutePlan, PrepareFromAScenario) {
+/// Llama 3 8B on one DGX H100 node: tp x pp x dp = 8 GPUs.
+ScenarioSpec llama8b_scenario(const char* name, int64_t seq, int64_t tp, int64_t pp, int64_t dp) {
   ScenarioSpec spec;
-  spec.name = "llama3-8b tp2";
+  spec.name = name;
   spec.model = *strategies::model_preset("llama3-8b");
   spec.cluster = hwmodels::testing::dgx_h100(1);
-  spec.training.seq_len = 2048;
+  spec.training.seq_len = seq;
   spec.training.global_batch = 8;
-  spec.training.micro_batch = 2;
-  spec.plan.tp = 2;
-  spec.plan.pp = 2;
-  spec.plan.dp = 2;
+  spec.plan.tp = tp;
+  spec.plan.pp = pp;
+  spec.plan.dp = dp;
   spec.gpus = 8;
+  return spec;
+}
+
+TEST(ExecutePlan, PrepareFromAScenario) {
+  ScenarioSpec spec = llama8b_scenario("llama3-8b tp2", 2048, 2, 2, 2);
+  spec.training.micro_batch = 2;
   const hwmodels::GpuModel gpu(spec.cluster.gpu);
   Result<ExecuteSetup> setup = prepare_execute(spec, {}, gpu);
   ASSERT_TRUE(setup.ok()) << setup.problems().front().to_string();
@@ -281,14 +287,7 @@ std::string slow_gemm_profile() {
 }
 
 TEST(ExecutePlan, ProfilePredictionsComeFromTheFittedModel) {
-  ScenarioSpec spec;
-  spec.name = "llama3-8b";
-  spec.model = *strategies::model_preset("llama3-8b");
-  spec.cluster = hwmodels::testing::dgx_h100(1);
-  spec.training.seq_len = 4096;
-  spec.training.global_batch = 8;
-  spec.plan.dp = 8;
-  spec.gpus = 8;
+  ScenarioSpec spec = llama8b_scenario("llama3-8b", 4096, 1, 1, 8);
   const Result<ExecuteGpu> datasheet = execute_gpu_model(spec, "");
   ASSERT_TRUE(datasheet.ok());
   EXPECT_EQ(datasheet.value().source, "datasheet");
