@@ -259,9 +259,11 @@ double plan_device_bytes(const ExecPlan& plan) {
   // dQ accumulator and row statistics, the residual-stream gradients (two
   // alternating, the attention residual's, the top one), the rope table, the
   // cuBLASLt workspace, the last layer's output.
+  // (Attention's backward also keeps fp32 partial dK and dV when it splits
+  // each K/V head's query heads over blocks: at most 2 x tokens x attn columns.)
   const double temporaries = 3 * t * h * 2 + t * f * 2 + t * 2 * f * 2 + t * a * 2 + t * w * 2 +
                              t * a * 4 + rows * 4 + 4 * n * h * 2 + d(s.seq) * d(s.head_dim) * 4 +
-                             64.0 * 1024 * 1024 + n * h * 2;
+                             64.0 * 1024 * 1024 + n * h * 2 + 2 * t * a * 4;
   return params + layers * saved + temporaries;
 }
 

@@ -258,7 +258,8 @@ __global__ void __launch_bounds__(128)
                     const bf16* __restrict__ v_all, const bf16* __restrict__ do_all,
                     const float* __restrict__ lse_all, const float* __restrict__ delta_all,
                     float* __restrict__ dq_acc, bf16* __restrict__ dk_all,
-                    bf16* __restrict__ dv_all, AttnShape sh, BwdStrides st) {
+                    bf16* __restrict__ dv_all, float* __restrict__ dkv_part, int splits,
+                    AttnShape sh, BwdStrides st) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* s_k = reinterpret_cast<bf16*>(smem_raw);  // [kBwdBc][kRowStride]
   bf16* s_v = s_k + kBwdBc * kRowStride;          // [kBwdBc][kRowStride]
@@ -272,8 +273,13 @@ __global__ void __launch_bounds__(128)
   float* s_delta = s_lse + kBwdBr;
 
   const int kt = blockIdx.x;  // the longest causal columns first
-  const int hk = blockIdx.y, bi = blockIdx.z;
-  const int group = sh.hq / sh.hkv;
+  // blockIdx.y = hk * splits + split: the K/V head and which share of its
+  // group of query heads this block runs (grouped-query attention with few
+  // K/V heads would leave most SMs idle with one block per K/V head).
+  const int hk = static_cast<int>(blockIdx.y) / splits,
+            split = static_cast<int>(blockIdx.y) % splits;
+  const int bi = blockIdx.z;
+  const int group = sh.hq / sh.hkv, per_split = group / splits;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int kw = warp * 16;
   const int key0 = kt * kBwdBc + kw + g;  // this thread's first key row; the second is key0 + 8
@@ -293,7 +299,7 @@ __global__ void __launch_bounds__(128)
   const float sl2 = sh.scale * kLog2e;
   const int qt_begin = sh.causal ? (kt * kBwdBc) / kBwdBr : 0;
 
-  for (int hh = 0; hh < group; ++hh) {
+  for (int hh = split * per_split; hh < (split + 1) * per_split; ++hh) {
     const int h = hk * group + hh;
     const size_t q_head = (static_cast<size_t>(bi) * sh.hq + h) * sh.s;
     for (int qt = qt_begin; qt < sh.s / kBwdBr; ++qt) {
@@ -407,6 +413,24 @@ __global__ void __launch_bounds__(128)
       }
     }
   }
+  if (splits > 1) {
+    // fp32 partial sums [2][splits][b][hkv][s][kD] (dK then dV), added up by reduce_dkv_kernel.
+    const size_t part = static_cast<size_t>(splits) * sh.b * sh.hkv * sh.s * kD;
+    const size_t row0 = ((static_cast<size_t>(split) * sh.b + bi) * sh.hkv + hk) * sh.s + key0;
+    float* pk0 = dkv_part + row0 * kD;
+    float* pv0 = dkv_part + part + row0 * kD;
+#pragma unroll
+    for (int nt = 0; nt < kD / 8; ++nt) {
+      const int col = nt * 8 + 2 * t;
+      *reinterpret_cast<float2*>(pk0 + col) =
+          make_float2(dk[nt][0] * sh.scale, dk[nt][1] * sh.scale);
+      *reinterpret_cast<float2*>(pk0 + 8 * kD + col) =
+          make_float2(dk[nt][2] * sh.scale, dk[nt][3] * sh.scale);
+      *reinterpret_cast<float2*>(pv0 + col) = make_float2(dv[nt][0], dv[nt][1]);
+      *reinterpret_cast<float2*>(pv0 + 8 * kD + col) = make_float2(dv[nt][2], dv[nt][3]);
+    }
+    return;
+  }
   bf16* dk0 = dk_all + view_offset(st.dk, bi, hk, key0);
   bf16* dv0 = dv_all + view_offset(st.dv, bi, hk, key0);
 #pragma unroll
@@ -419,6 +443,36 @@ __global__ void __launch_bounds__(128)
     *reinterpret_cast<__nv_bfloat162*>(dv0 + col) = __floats2bfloat162_rn(dv[nt][0], dv[nt][1]);
     *reinterpret_cast<__nv_bfloat162*>(dv0 + 8 * st.dv.row + col) =
         __floats2bfloat162_rn(dv[nt][2], dv[nt][3]);
+  }
+}
+
+// dK and dV: the sum over splits of the fp32 partials, into the strided bf16 views.
+__global__ void reduce_dkv_kernel(const float* __restrict__ part, bf16* __restrict__ dk_all,
+                                  bf16* __restrict__ dv_all, int splits, AttnShape sh,
+                                  AttnStrides dk_st, AttnStrides dv_st) {
+  const size_t rows = static_cast<size_t>(sh.b) * sh.hkv * sh.s;  // [b][hkv][s]
+  const size_t per_split = rows * kD;
+  const size_t pairs = 2 * rows * (kD / 2);  // dK rows, then dV rows
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t p = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < pairs;
+       p += stride) {
+    const bool is_v = p >= pairs / 2;
+    const size_t q = is_v ? p - pairs / 2 : p;
+    const size_t row = q / (kD / 2);
+    const int col = static_cast<int>(q % (kD / 2)) * 2;
+    const float* src = part + (is_v ? static_cast<size_t>(splits) * per_split : 0) + row * kD + col;
+    float2 sum = make_float2(0.0f, 0.0f);
+    for (int sp = 0; sp < splits; ++sp) {
+      const float2 v = *reinterpret_cast<const float2*>(src + static_cast<size_t>(sp) * per_split);
+      sum.x += v.x;
+      sum.y += v.y;
+    }
+    const int i = static_cast<int>(row % sh.s);
+    const int hk = static_cast<int>((row / sh.s) % sh.hkv);
+    const int bi = static_cast<int>(row / (static_cast<size_t>(sh.s) * sh.hkv));
+    bf16* dst =
+        is_v ? dv_all + view_offset(dv_st, bi, hk, i) : dk_all + view_offset(dk_st, bi, hk, i);
+    *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(sum.x, sum.y);
   }
 }
 
@@ -438,6 +492,22 @@ void prepare_attention_kernels(const cudaDeviceProp& prop) {
   PODSIM_CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_kernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kBwdSmemBytes)));
+}
+
+int attention_backward_splits(const AttnShape& sh, int sms) {
+  const int group = sh.hq / sh.hkv;
+  const int64_t blocks = static_cast<int64_t>(sh.s / kBwdBc) * sh.hkv * sh.b;
+  int splits = 1;
+  // The smallest divisor of the group that gives two waves of blocks.
+  while (splits < group && blocks * splits < 2 * static_cast<int64_t>(sms)) {
+    ++splits;
+    while (group % splits != 0) ++splits;
+  }
+  return splits;
+}
+
+size_t attention_backward_scratch_floats(const AttnShape& sh, int splits) {
+  return splits > 1 ? 2 * static_cast<size_t>(splits) * sh.b * sh.hkv * sh.s * kD : 0;
 }
 
 void check_attention_shape(const AttnShape& sh) {
@@ -467,13 +537,27 @@ void launch_attention_backward(const AttnShape& sh, const AttnBackwardTensors& t
   attn_delta_kernel<<<static_cast<unsigned>((rows + 3) / 4), 128, 0, stream>>>(
       t.o.ptr, t.d_o.ptr, t.delta, sh, t.o.strides, t.d_o.strides);
   PODSIM_CUDA_CHECK_LAUNCH();
-  const dim3 grid(static_cast<unsigned>(sh.s / kBwdBc), static_cast<unsigned>(sh.hkv),
+  const int splits = t.kv_splits;
+  if (splits < 1 || (sh.hq / sh.hkv) % splits != 0 || (splits > 1 && t.dkv_scratch == nullptr)) {
+    throw std::runtime_error(
+        "attention: kv_splits must divide the query heads per K/V head, "
+        "with scratch for the partial sums");
+  }
+  const dim3 grid(static_cast<unsigned>(sh.s / kBwdBc), static_cast<unsigned>(sh.hkv * splits),
                   static_cast<unsigned>(sh.b));
   const BwdStrides st{t.q.strides,   t.k.strides,  t.v.strides,
                       t.d_o.strides, t.dk.strides, t.dv.strides};
-  attn_bwd_kernel<<<grid, 128, kBwdSmemBytes, stream>>>(
-      t.q.ptr, t.k.ptr, t.v.ptr, t.d_o.ptr, t.lse, t.delta, t.dq_acc, t.dk.ptr, t.dv.ptr, sh, st);
+  attn_bwd_kernel<<<grid, 128, kBwdSmemBytes, stream>>>(t.q.ptr, t.k.ptr, t.v.ptr, t.d_o.ptr, t.lse,
+                                                        t.delta, t.dq_acc, t.dk.ptr, t.dv.ptr,
+                                                        t.dkv_scratch, splits, sh, st);
   PODSIM_CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    const size_t kv_pairs = 2 * static_cast<size_t>(sh.b) * sh.hkv * sh.s * (kD / 2);
+    reduce_dkv_kernel<<<static_cast<unsigned>(std::min<size_t>((kv_pairs + 255) / 256, 65536)), 256,
+                        0, stream>>>(t.dkv_scratch, t.dk.ptr, t.dv.ptr, splits, sh, t.dk.strides,
+                                     t.dv.strides);
+    PODSIM_CUDA_CHECK_LAUNCH();
+  }
   const size_t pairs = rows * (kD / 2);
   convert_dq_kernel<<<static_cast<unsigned>(std::min<size_t>((pairs + 255) / 256, 65536)), 256, 0,
                       stream>>>(t.dq_acc, t.dq.ptr, sh, t.dq.strides);

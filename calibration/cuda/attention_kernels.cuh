@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace podsim::calibration::gpu {
@@ -58,12 +59,23 @@ void launch_attention_forward(const AttnShape& shape, AttnTensor q, AttnTensor k
 
 /// dQ, dK, dV from Q, K, V, O, dO and the forward's lse. `delta` ([b][hq][s])
 /// and `dq_acc` ([b][hq][s][128] fp32) are scratch the caller provides.
+/// With kv_splits > 1 each K/V head's query heads are shared among that many
+/// blocks, whose fp32 partial dK and dV (`dkv_scratch`, of
+/// attention_backward_scratch_floats) a second kernel adds up.
 struct AttnBackwardTensors {
   AttnTensor q, k, v, o, d_o, dq, dk, dv;
   const float* lse = nullptr;
   float* delta = nullptr;
   float* dq_acc = nullptr;
+  int kv_splits = 1;
+  float* dkv_scratch = nullptr;
 };
+
+/// The smallest split of each K/V head's query heads (a divisor of hq / hkv)
+/// that gives the backward kernel two waves of blocks on `sms` SMs.
+int attention_backward_splits(const AttnShape& shape, int sms);
+/// Floats of scratch the backward needs with `splits` (0 for 1).
+size_t attention_backward_scratch_floats(const AttnShape& shape, int splits);
 void launch_attention_backward(const AttnShape& shape, const AttnBackwardTensors& t,
                                cudaStream_t stream);
 

@@ -127,6 +127,9 @@ LayerExecutor::LayerExecutor(const ExecPlan& plan, cudaStream_t stream, cublasLt
   chain_[1] = DeviceBuffer<bf16>(z(n * h));
   delta_ = DeviceBuffer<float>(z(rows));
   dq_acc_ = DeviceBuffer<float>(z(t * a));
+  kv_splits_ = attention_backward_splits(attention_shape(), sm_count_);
+  const size_t scratch = attention_backward_scratch_floats(attention_shape(), kv_splits_);
+  if (scratch > 0) dkv_scratch_ = DeviceBuffer<float>(scratch);
   const size_t params = z(plan.layers * layout_.total);
   weights_ = DeviceBuffer<bf16>(params);
   grads_ = DeviceBuffer<float>(params);
@@ -495,6 +498,8 @@ void LayerExecutor::run_layer_op(const ExecOp& op, int64_t l, CollectiveMode mod
       bt.lse = lse_[i].get();
       bt.delta = delta_.get();
       bt.dq_acc = dq_acc_.get();
+      bt.kv_splits = kv_splits_;
+      bt.dkv_scratch = dkv_scratch_.get();
       launch_attention_backward(attention_shape(), bt, stream_);
       break;
     }

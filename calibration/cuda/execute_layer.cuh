@@ -140,6 +140,8 @@ class LayerExecutor {
   DeviceBuffer<bf16> y_, dgath_, da_, du_, dxn_, d_o_, dqkv_, dh1_, dy_top_;
   DeviceBuffer<bf16> chain_[2];
   DeviceBuffer<float> delta_, dq_acc_;
+  int kv_splits_ = 1;                ///< attention backward's split of each K/V head's queries
+  DeviceBuffer<float> dkv_scratch_;  ///< its fp32 partial dK, dV
   DeviceBuffer<float2> rope_table_;
   DeviceBuffer<bf16> weights_;
   DeviceBuffer<float> grads_, master_, m_, v_;
