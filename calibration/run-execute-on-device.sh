@@ -15,7 +15,7 @@
 # Environment: OUT (default build/execute-out), PODSIM_EXECUTE_CASES (a folder
 # of scenario files, default calibration/execute-cases), PODSIM_EXECUTE_LAYERS
 # (layers per pass, default 2), PODSIM_EXECUTE_ARGS (extra arguments, e.g.
-# "--passes 3"), PODSIM_EXECUTE_BUDGET (seconds for all cases, default 420),
+# "--passes 3"), PODSIM_EXECUTE_BUDGET (seconds for all cases, default 360),
 # PODSIM_DEVICE_USE_DEBS=1 (use the carried .debs even where the system has the headers).
 #
 # Exit status: 0 every case ran and passed its checks; 4 some case failed a
@@ -33,7 +33,7 @@ log_tag=run-execute-on-device
 OUT="${OUT:-$root/build/execute-out}"
 cases_dir="${PODSIM_EXECUTE_CASES:-$root/calibration/execute-cases}"
 layers="${PODSIM_EXECUTE_LAYERS:-2}"
-budget="${PODSIM_EXECUTE_BUDGET:-420}"
+budget="${PODSIM_EXECUTE_BUDGET:-360}"
 build_dir="$root/build/device"
 t_start=$(date +%s)
 device_prepare
@@ -60,7 +60,7 @@ for case in "${cases[@]}"; do
     worst=4
     continue
   fi
-  per_case=$((left < 150 ? left : 150))
+  per_case=$((left < 120 ? left : 120))
   log "$name (at most $per_case s)"
   t0=$(date +%s)
   # shellcheck disable=SC2086  # PODSIM_EXECUTE_ARGS is a word list on purpose
