@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <iomanip>
 #include <sstream>
@@ -272,6 +273,44 @@ ProfileFit fit_kernel_efficiency(const Profile& profile, const hwmodels::GpuSpec
   eff.source_note = "calibration profile " + origin + " (" + measured + ", " +
                     profile.raw.provenance.date_utc + ")";
   return out;
+}
+
+std::vector<std::string> apply_scale_up_profile(const Profile& profile,
+                                                hwmodels::ClusterSpec& cluster) {
+  std::vector<std::string> notes;
+  const double line_rate = cluster.scale_up.bw_bytes_per_s;
+  if (!(line_rate > 0)) return notes;
+  // The largest NCCL all-reduce the profile fitted (most GPUs: the ring
+  // crosses the most links).
+  const calibration::Fit* nccl = nullptr;
+  int ranks = 0;
+  for (const auto& [name, fit] : profile.fits) {
+    const std::string prefix = "nccl.all_reduce.n";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const int n = std::atoi(name.c_str() + prefix.size());
+    if (n > ranks) {
+      ranks = n;
+      nccl = &fit;
+    }
+  }
+  double achieved = 0;
+  std::string from;
+  if (nccl != nullptr && ranks > 1) {
+    achieved = nccl->param("beta_per_s") * 2.0 * (ranks - 1) / ranks;
+    from = "NCCL all-reduce bus bandwidth over " + std::to_string(ranks) + " GPUs";
+  } else if (const calibration::Fit* p2p = profile.find_fit("p2p.unidir")) {
+    achieved = p2p->param("beta_per_s");
+    from = "peer-to-peer copy rate";
+  }
+  if (!(achieved > 0)) {
+    notes.push_back("the profile has no multi-GPU measurements (peer-to-peer or NCCL): the "
+                    "scale-up link model is unchanged");
+    return notes;
+  }
+  cluster.scale_up.efficiency = std::min(1.0, achieved / line_rate);
+  notes.push_back("scale-up link efficiency " + percent(cluster.scale_up.efficiency) + " of " +
+                  std::to_string(static_cast<int>(line_rate / 1e9)) + " GB/s from the " + from);
+  return notes;
 }
 
 }  // namespace podsim::scenarios

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "calibration/profile.h"
+#include "hwmodels/cluster_spec.h"
 #include "hwmodels/gpu_spec.h"
 #include "hwmodels/kernel_efficiency.h"
 
@@ -33,5 +34,14 @@ struct ProfileFit {
 /// Throws calibration::ProfileError when the profile has nothing usable.
 ProfileFit fit_kernel_efficiency(const calibration::Profile& profile,
                                  const hwmodels::GpuSpec& target, const std::string& origin);
+
+/// Replaces the scale-up link efficiency of `cluster` by what the profile
+/// measured between its GPUs: the asymptotic NCCL all-reduce bus bandwidth
+/// when the profile has one (the ring all-reduce's bus bandwidth is the
+/// per-GPU link bandwidth it achieved), else the peer-to-peer copy rate.
+/// A single-GPU profile has neither and changes nothing. Returns notes saying
+/// which it was.
+std::vector<std::string> apply_scale_up_profile(const calibration::Profile& profile,
+                                                hwmodels::ClusterSpec& cluster);
 
 }  // namespace podsim::scenarios

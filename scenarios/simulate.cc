@@ -189,10 +189,14 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   const std::string profile_path =
       options.profile_path.empty() ? spec.cluster.gpu.profile : options.profile_path;
   std::optional<ProfileFit> profile_fit;
+  hwmodels::ClusterSpec cluster = spec.cluster;
   if (!profile_path.empty()) {
     try {
-      profile_fit = fit_kernel_efficiency(calibration::read_profile(profile_path),
-                                          spec.cluster.gpu, profile_path);
+      const calibration::Profile profile = calibration::read_profile(profile_path);
+      profile_fit = fit_kernel_efficiency(profile, cluster.gpu, profile_path);
+      for (std::string& note : apply_scale_up_profile(profile, cluster)) {
+        profile_fit->notes.push_back(std::move(note));
+      }
     } catch (const calibration::ProfileError& e) {
       return std::vector<Problem>{
           {options.profile_path.empty() ? "/cluster/gpu/profile" : "--profile", e.what(),
@@ -208,16 +212,15 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   const Schedule& schedule = detail.schedule;
 
   std::vector<Problem> problems;
-  for (const auto& p : hwmodels::Fabric::validate(spec.cluster)) {
+  for (const auto& p : hwmodels::Fabric::validate(cluster)) {
     problems.push_back({"/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
-  const hwmodels::GpuModel gpu =
-      profile_fit ? hwmodels::GpuModel(spec.cluster.gpu, profile_fit->efficiency)
-                  : hwmodels::GpuModel(spec.cluster.gpu);
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
-  const hwmodels::CollectiveParams collectives =
-      hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
+  const hwmodels::GpuModel gpu = profile_fit
+                                     ? hwmodels::GpuModel(cluster.gpu, profile_fit->efficiency)
+                                     : hwmodels::GpuModel(cluster.gpu);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
+  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
   detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
   const StepTimeline& timeline = detail.timeline;
 

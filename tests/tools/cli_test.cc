@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,12 +17,6 @@ using nlohmann::json;
 
 std::string source(const std::string& relative) {
   return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
-}
-
-/// True when this build's `run` has no simulator yet (the reader branch's
-/// placeholder scenarios/simulate.cc); simulation tests skip then.
-bool simulation_unavailable(const RunResult& r) {
-  return r.exit_code == 2 && r.err.find("simulation not available") != std::string::npos;
 }
 
 std::string write_temp(const std::string& name, const std::string& content) {
@@ -145,9 +140,6 @@ TEST(Cli, HostileFilesGeneratedHere) {
 
 TEST(Cli, DefaultScenarioRunsTwiceByteIdentical) {
   const RunResult first = run_podsim({"run", "--json"}, 120);
-  if (simulation_unavailable(first)) {
-    GTEST_SKIP() << "scenarios::simulate is the placeholder in this build";
-  }
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const RunResult second = run_podsim({"run", "--json"}, 120);
   EXPECT_EQ(first.out, second.out);
@@ -169,11 +161,6 @@ TEST(Cli, EveryExampleRuns) {
   for (const auto& entry : std::filesystem::directory_iterator(source("scenarios/examples"))) {
     if (entry.path().extension() != ".json") continue;
     const RunResult r = run_podsim({"run", entry.path().string(), "--json"}, 120);
-    if (simulation_unavailable(r)) {
-      // The scenario was read and checked; only the simulation is missing.
-      EXPECT_EQ(r.err.find(": /model"), std::string::npos) << r.err;
-      continue;
-    }
     EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.err;
     EXPECT_GT(json::parse(r.out)["step_time_s"].get<double>(), 0) << entry.path();
   }
@@ -204,6 +191,18 @@ TEST(Cli, ValidatePublishedCasesPrintsTheContractObject) {
   EXPECT_EQ(result["cases_failed"], failed);
   // Every case reads: any failure is the simulation's, never the reader's.
   EXPECT_EQ(r.err.find("/cases/"), std::string::npos) << r.err;
+
+  // Fidelity guard (issue 5). The acceptance target is a step-time MAPE of
+  // 10% with no case worse than 25%; the model is at 13.1% today (see
+  // docs/validation.md). This keeps the worst-case bar and stops the MAPE
+  // from regressing past 15%.
+  EXPECT_LE(result["mape_step_time"].get<double>(), 0.15);
+  for (const json& c : result["cases"]) {
+    if (!c.contains("error")) continue;
+    if (c["error"].contains("step_time_s")) {
+      EXPECT_LE(std::abs(c["error"]["step_time_s"].get<double>()), 0.25) << c["id"];
+    }
+  }
 
   const RunResult text = run_podsim({"validate", file}, 300);
   EXPECT_NE(text.out.find("Summary: 24 cases"), std::string::npos) << text.out;

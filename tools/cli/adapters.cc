@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "calibration/profile.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/quantity.h"
 #include "scenarios/reader.h"
 #include "tools/cli/calibrate.h"
@@ -62,6 +64,18 @@ std::optional<double> size_in_bytes(const std::string& text, std::string& error)
   return quantity.value().value;
 }
 
+/// --profile: the scale-up links the profile measured.
+bool apply_profile(const std::string& path, hwmodels::ClusterSpec& cluster,
+                   std::vector<std::string>& notes, std::string& error) {
+  try {
+    notes = scenarios::apply_scale_up_profile(calibration::read_profile(path), cluster);
+    return true;
+  } catch (const calibration::ProfileError& e) {
+    error = e.what();
+    return false;
+  }
+}
+
 }  // namespace
 
 int collective_command(const std::vector<std::string>& args, CommandIo& io) {
@@ -69,6 +83,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
   CollectiveCliHooks hooks;
   hooks.cluster = cluster_preset;
   hooks.bytes = size_in_bytes;
+  hooks.profile = apply_profile;
   return run_collective_command(argv.argc(), argv.argv(), hooks, io.out, io.err);
 }
 
