@@ -299,12 +299,17 @@ Result<ExecuteGpu> execute_gpu_model(const ScenarioSpec& spec, const std::string
   if (path.empty()) {
     hwmodels::GpuModel model(spec.cluster.gpu);
     const std::string source(hwmodels::to_string(model.source()));
-    return ExecuteGpu{std::move(model), source, {}};
+    return ExecuteGpu{std::move(model), spec.cluster, source, {}};
   }
   try {
-    ProfileFit fit = fit_kernel_efficiency(calibration::read_profile(path), spec.cluster.gpu, path);
-    return ExecuteGpu{hwmodels::GpuModel(spec.cluster.gpu, fit.efficiency), "profile " + path,
-                      std::move(fit.notes)};
+    const calibration::Profile profile = calibration::read_profile(path);
+    ProfileFit fit = fit_kernel_efficiency(profile, spec.cluster.gpu, path);
+    hwmodels::ClusterSpec cluster = spec.cluster;
+    for (std::string& note : apply_scale_up_profile(profile, cluster)) {
+      fit.notes.push_back(std::move(note));
+    }
+    return ExecuteGpu{hwmodels::GpuModel(cluster.gpu, fit.efficiency), std::move(cluster),
+                      "profile " + path, std::move(fit.notes)};
   } catch (const std::exception& e) {  // ProfileError, or fitted parameters out of range
     return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile",
                                  e.what(),

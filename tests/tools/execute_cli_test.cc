@@ -7,7 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "calibration/profile.h"
 #include "run_binary.h"
+#include "tests/scenarios/synthetic_profile.h"
 
 namespace podsim::tools_test {
 namespace {
@@ -111,6 +113,28 @@ TEST(ExecuteCli, UsageErrors) {
   for (const char* want : {"--layers", "--dry-run", "--check", "3 no CUDA device"}) {
     EXPECT_NE(help.out.find(want), std::string::npos) << want;
   }
+}
+
+TEST(ExecuteCli, ProfilePredictionsAreLabelled) {
+  const std::string profile = ::testing::TempDir() + "/podsim_execute_cli_profile.json";
+  calibration::write_profile(scenarios::testing::synthetic_profile(), profile);
+  const std::string scenario = case_file("llama3-8b-tp2-s8192.json");
+  const RunResult a = run_podsim({"execute", scenario, "--layers", "1", "--dry-run", "--json"});
+  const RunResult b = run_podsim(
+      {"execute", scenario, "--layers", "1", "--dry-run", "--json", "--profile", profile});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["prediction_source"], "datasheet");
+  EXPECT_EQ(jb["prediction_source"], "profile " + profile);
+  bool noted = false;
+  for (const auto& note : jb["notes"])
+    noted = noted || note.get<std::string>().rfind("profile fit: ", 0) == 0;
+  EXPECT_TRUE(noted);
+  // The profile's GPU is slower than the datasheet's at GEMMs (plateau 0.74).
+  EXPECT_GT(jb["classes"]["gemm"]["predicted_all_s"].get<double>(),
+            ja["classes"]["gemm"]["predicted_all_s"].get<double>());
+  std::filesystem::remove(profile);
 }
 
 TEST(ExecuteCli, EveryExecuteCaseIsAValidPlan) {

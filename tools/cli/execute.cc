@@ -148,8 +148,10 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(io.err, o.file, gpu.problems());
     return kExitBadInput;
   }
+  scenarios::ScenarioSpec measured_spec = spec.value();
+  measured_spec.cluster = gpu.value().cluster;  // the profile's scale-up efficiency, if any
   scenarios::Result<scenarios::ExecuteSetup> setup =
-      scenarios::prepare_execute(spec.value(), {o.layers}, gpu.value().model);
+      scenarios::prepare_execute(measured_spec, {o.layers}, gpu.value().model);
   if (!setup.ok()) {
     print_problems(io.err, o.file, setup.problems());
     return kExitBadInput;
