@@ -4,8 +4,6 @@
 #include <cmath>
 #include <utility>
 
-#include "calibration/profile.h"
-#include "scenarios/profile_fit.h"
 #include "scenarios/step_simulation.h"
 #include "strategies/workload.h"
 
@@ -292,29 +290,6 @@ Job check_job(const Job& job) {
   c.plan.schedule = strategies::PipelineSchedule::kOneFOneB;
   c.training.global_batch = c.training.micro_batch * c.plan.dp;
   return c;
-}
-
-Result<ExecuteGpu> execute_gpu_model(const ScenarioSpec& spec, const std::string& profile_path) {
-  const std::string path = profile_path.empty() ? spec.cluster.gpu.profile : profile_path;
-  if (path.empty()) {
-    hwmodels::GpuModel model(spec.cluster.gpu);
-    const std::string source(hwmodels::to_string(model.source()));
-    return ExecuteGpu{std::move(model), spec.cluster, source, {}};
-  }
-  try {
-    const calibration::Profile profile = calibration::read_profile(path);
-    ProfileFit fit = fit_kernel_efficiency(profile, spec.cluster.gpu, path);
-    hwmodels::ClusterSpec cluster = spec.cluster;
-    for (std::string& note : apply_scale_up_profile(profile, cluster)) {
-      fit.notes.push_back(std::move(note));
-    }
-    return ExecuteGpu{hwmodels::GpuModel(cluster.gpu, fit.efficiency), std::move(cluster),
-                      "profile " + path, std::move(fit.notes)};
-  } catch (const std::exception& e) {  // ProfileError, or fitted parameters out of range
-    return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile",
-                                 e.what(),
-                                 "give the path of a profile written by `podsim calibrate`"}};
-  }
 }
 
 Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOptions& options,

@@ -60,25 +60,6 @@ Result<calibration::ExecPlan> build_execute_plan(const strategies::Job& job, int
 strategies::Job check_job(const strategies::Job& job);
 inline constexpr int64_t kCheckLayers = 2;
 
-/// The GPU model the predictions use, and where its efficiency numbers came from.
-struct ExecuteGpu {
-  hwmodels::GpuModel model;
-  /// The scenario's cluster, its scale-up efficiency replaced by the
-  /// profile's measurement when it has one (apply_scale_up_profile).
-  hwmodels::ClusterSpec cluster;
-  /// "datasheet", or "profile PATH".
-  std::string source;
-  /// The profile fit's notes (what was fitted from which series).
-  std::vector<std::string> notes;
-};
-
-/// The scenario's GPU with datasheet efficiency curves, or fitted to the
-/// calibration profile at `profile_path` (which wins over the cluster's
-/// gpu.profile), as `podsim run` does. An unreadable profile is a problem at
-/// "--profile" or "/cluster/gpu/profile". Give prepare_execute a spec with
-/// the returned cluster.
-Result<ExecuteGpu> execute_gpu_model(const ScenarioSpec& spec, const std::string& profile_path);
-
 struct ExecuteOptions {
   /// Layers per pass; nullopt = gpu_share_layers.
   std::optional<int64_t> layers;

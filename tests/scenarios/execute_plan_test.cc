@@ -10,12 +10,13 @@
 #include <string>
 
 #include "calibration/profile.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/step_simulation.h"
-#include "strategies/presets.h"
 #include "strategies/schedule.h"
 #include "strategies/workload.h"
 #include "tests/hwmodels/test_specs.h"
 #include "tests/scenarios/synthetic_profile.h"
+#include "tests/strategies/model_presets.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -27,7 +28,7 @@ using calibration::OpClass;
 
 strategies::Job llama_job(const char* model, int64_t tp, bool sp, int64_t seq) {
   strategies::Job job;
-  job.model = *strategies::model_preset(model);
+  job.model = *strategies::testing::model_preset(model);
   job.training.seq_len = seq;
   job.training.micro_batch = 1;
   job.training.global_batch = 16;
@@ -232,7 +233,7 @@ TEST(ExecutePlan, GpuShareIsTheLargestStage) {
 ScenarioSpec llama8b_scenario(const char* name, int64_t seq, int64_t tp, int64_t pp, int64_t dp) {
   ScenarioSpec spec;
   spec.name = name;
-  spec.model = *strategies::model_preset("llama3-8b");
+  spec.model = *strategies::testing::model_preset("llama3-8b");
   spec.cluster = hwmodels::testing::dgx_h100(1);
   spec.training.seq_len = seq;
   spec.training.global_batch = 8;
@@ -264,18 +265,18 @@ TEST(ExecutePlan, PrepareFromAScenario) {
 
 TEST(ExecutePlan, ProfilePredictionsComeFromTheFittedModel) {
   ScenarioSpec spec = llama8b_scenario("llama3-8b", 4096, 1, 1, 8);
-  const Result<ExecuteGpu> datasheet = execute_gpu_model(spec, "");
+  const Result<CalibratedHardware> datasheet = calibrated_hardware(spec, "");
   ASSERT_TRUE(datasheet.ok());
   EXPECT_EQ(datasheet.value().source, "datasheet");
   const std::string path = ::testing::TempDir() + "/podsim_execute_plan_test_profile.json";
   calibration::write_profile(testing::synthetic_profile(), path);
-  const Result<ExecuteGpu> profiled = execute_gpu_model(spec, path);
+  const Result<CalibratedHardware> profiled = calibrated_hardware(spec, path);
   ASSERT_TRUE(profiled.ok()) << profiled.problems().front().to_string();
   EXPECT_EQ(profiled.value().source, "profile " + path);
-  EXPECT_EQ(profiled.value().model.source(), hwmodels::ParamSource::kProfile);
+  EXPECT_EQ(profiled.value().gpu.source(), hwmodels::ParamSource::kProfile);
   EXPECT_FALSE(profiled.value().notes.empty());
-  const Result<ExecuteSetup> a = prepare_execute(spec, ExecuteOptions{1}, datasheet.value().model);
-  const Result<ExecuteSetup> b = prepare_execute(spec, ExecuteOptions{1}, profiled.value().model);
+  const Result<ExecuteSetup> a = prepare_execute(spec, ExecuteOptions{1}, datasheet.value().gpu);
+  const Result<ExecuteSetup> b = prepare_execute(spec, ExecuteOptions{1}, profiled.value().gpu);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(b.value().plan.prediction_source, "profile");
   const ExecOp& qkv_a = a.value().plan.layer_ops[1];
@@ -292,11 +293,11 @@ TEST(ExecutePlan, ProfilePredictionsComeFromTheFittedModel) {
   EXPECT_EQ(profiled.value().cluster.scale_up.efficiency, spec.cluster.scale_up.efficiency);
   std::filesystem::remove(path);
 
-  const Result<ExecuteGpu> missing = execute_gpu_model(spec, "/nonexistent/profile.json");
+  const Result<CalibratedHardware> missing = calibrated_hardware(spec, "/nonexistent/profile.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.problems().front().path, "--profile");
   spec.cluster.gpu.profile = "/nonexistent/profile.json";
-  const Result<ExecuteGpu> in_cluster = execute_gpu_model(spec, "");
+  const Result<CalibratedHardware> in_cluster = calibrated_hardware(spec, "");
   ASSERT_FALSE(in_cluster.ok());
   EXPECT_EQ(in_cluster.problems().front().path, "/cluster/gpu/profile");
 }

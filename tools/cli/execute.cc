@@ -10,6 +10,7 @@
 #include "calibration/execute_report.h"
 #include "hwmodels/gpu_model.h"
 #include "scenarios/execute_plan.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/reader.h"
 #include "tools/cli/commands.h"
 
@@ -142,8 +143,8 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(io.err, o.file, spec.problems());
     return kExitBadInput;
   }
-  const scenarios::Result<scenarios::ExecuteGpu> gpu =
-      scenarios::execute_gpu_model(spec.value(), profile);
+  const scenarios::Result<scenarios::CalibratedHardware> gpu =
+      scenarios::calibrated_hardware(spec.value(), profile);
   if (!gpu.ok()) {
     print_problems(io.err, o.file, gpu.problems());
     return kExitBadInput;
@@ -151,7 +152,7 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   scenarios::ScenarioSpec measured_spec = spec.value();
   measured_spec.cluster = gpu.value().cluster;  // the profile's scale-up efficiency, if any
   scenarios::Result<scenarios::ExecuteSetup> setup =
-      scenarios::prepare_execute(measured_spec, {o.layers}, gpu.value().model);
+      scenarios::prepare_execute(measured_spec, {o.layers}, gpu.value().gpu);
   if (!setup.ok()) {
     print_problems(io.err, o.file, setup.problems());
     return kExitBadInput;
