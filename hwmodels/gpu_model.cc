@@ -12,6 +12,10 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Granularity of a tensor-core MMA instruction in M and N (wgmma m64nNk16).
+constexpr int64_t kMmaM = 64;
+constexpr int64_t kMmaN = 8;
+
 double element_bytes(sim::NumberFormat format) { return sim::bytes_per_element(format); }
 
 }  // namespace
@@ -30,15 +34,22 @@ GemmEfficiency gemm_efficiency(const KernelEfficiency& params, int sms, const Ge
   }
   GemmEfficiency eff;
   eff.plateau = params.plateau(format);
-  eff.tiles =
-      shape.batch * ceil_div(shape.m, params.gemm_tile_m) * ceil_div(shape.n, params.gemm_tile_n);
+  // A problem narrower than the tile gets a narrower kernel: the BLAS picks
+  // its kernel per shape (a GEMV for n = 1), and no kernel pads a dimension
+  // past the next multiple of its MMA instruction (Hopper wgmma is m64nNk16
+  // with N a multiple of 8 up to 256: PTX ISA, "Asynchronous Warpgroup Level
+  // Matrix Multiply-Accumulate"). Without this a GEMV would be charged for a
+  // 256-column tile and come out compute-bound.
+  const int64_t tile_m = std::min<int64_t>(params.gemm_tile_m, ceil_div(shape.m, kMmaM) * kMmaM);
+  const int64_t tile_n = std::min<int64_t>(params.gemm_tile_n, ceil_div(shape.n, kMmaN) * kMmaN);
+  eff.tiles = shape.batch * ceil_div(shape.m, tile_m) * ceil_div(shape.n, tile_n);
   eff.waves = ceil_div(eff.tiles, sms);
   // Useful output over what the waves could compute: idle SMs in the last
   // wave and the padding of ragged edge tiles both cost.
   const double useful = static_cast<double>(shape.m) * static_cast<double>(shape.n) *
                         static_cast<double>(shape.batch);
-  const double capacity =
-      static_cast<double>(eff.waves) * sms * params.gemm_tile_m * params.gemm_tile_n;
+  const double capacity = static_cast<double>(eff.waves) * sms * static_cast<double>(tile_m) *
+                          static_cast<double>(tile_n);
   eff.wave = useful / capacity;
   const double k = static_cast<double>(shape.k);
   eff.k_ramp = k / (k + std::max(0.0, params.gemm_k_overhead));

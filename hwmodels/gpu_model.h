@@ -21,7 +21,8 @@ struct GemmShape {
 struct GemmEfficiency {
   double plateau = 0;  ///< KernelEfficiency::gemm_plateau of the format
   /// m n batch / (waves x sms x tile_m x tile_n), in (0, 1]: SMs idle in the
-  /// last wave and padding of ragged edge tiles.
+  /// last wave and padding of ragged edge tiles (a dimension smaller than the
+  /// tile gets a tile of that dimension rounded up to the MMA shape, 64 x 8).
   double wave = 0;
   double k_ramp = 0;  ///< k / (k + gemm_k_overhead), in (0, 1]
   int64_t tiles = 0;  ///< output tiles over all batches

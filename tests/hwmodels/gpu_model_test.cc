@@ -60,25 +60,36 @@ TEST(GemmEfficiency, RejectsBadShapes) {
                std::invalid_argument);
 }
 
-TEST(KernelEfficiencyDefaults, PlateauIsTheLogLeastSquaresFitOfThePublishedSweep) {
-  // The bf16 plateau is fitted to the five H100 cuBLAS measurements with every
-  // dimension >= 4096 [S32][S33]. A least-squares fit in log time leaves log residuals
-  // that sum to zero (up to the few-microsecond launch overhead the fit takes
-  // out of each anchor first): the model is above some anchors and below
-  // others, and within 10% of each (the sweep itself varies by that much).
+TEST(KernelEfficiencyDefaults, PlateauIsTheSustainedAnchorAndBurstsRunFaster) {
+  // Training keeps the GPU at its power limit, so the bf16 plateau comes from
+  // the one [S32] measurement long enough to show the limit (10240^3, ~90 ms
+  // timed after the 8192^3 run) and reproduces it (the fit takes the launch
+  // overhead out of the anchor first). The burst measurements with every
+  // dimension >= 4096 [S32][S33] ran 5-41 ms, before the power limit acts:
+  // faster than the sustained model, by 10% on the mean (8192^3 vs 10240^3
+  // in the same sweep), never by more than 15%.
   const GpuModel m(h100());
   EXPECT_EQ(m.source(), ParamSource::kDatasheet);
   EXPECT_NE(m.params().source_note.find("S32"), std::string::npos);
-  const std::pair<int64_t, double> anchors[] = {
-      {4096, 788.7}, {8192, 797.5}, {10240, 719.7}, {4096, 716.0}, {8192, 795.0}};
-  double log_residual_sum = 0;
-  for (const auto& [size, measured] : anchors) {
+  const KernelCost sustained = m.gemm_time(10240, 10240, 10240, 1, NumberFormat::kBf16);
+  EXPECT_EQ(sustained.bound, KernelBound::kCompute);
+  EXPECT_NEAR(tflops(sustained) / 719.7, 1.0, 1e-3);
+  const std::pair<int64_t, double> bursts[] = {
+      {4096, 788.7}, {8192, 797.5}, {4096, 716.0}, {8192, 795.0}};
+  double log_gap = 0;
+  for (const auto& [size, measured] : bursts) {
     const KernelCost c = m.gemm_time(size, size, size, 1, NumberFormat::kBf16);
     EXPECT_EQ(c.bound, KernelBound::kCompute);
-    EXPECT_NEAR(tflops(c), measured, measured * 0.10) << size;
-    log_residual_sum += std::log(tflops(c) / measured);
+    EXPECT_LT(tflops(c), measured) << size;
+    EXPECT_GT(tflops(c), 0.85 * measured) << size;
+    log_gap += std::log(measured / tflops(c)) / 4;
   }
-  EXPECT_NEAR(log_residual_sum, 0.0, 1e-3);
+  EXPECT_NEAR(std::exp(log_gap), 1.10, 0.03);
+  // The flash-attention plateaus (FA3 paper, burst) lose the same fraction.
+  EXPECT_NEAR(m.params().attn_fwd_plateau / 0.65, 1.0 / std::exp(log_gap), 0.02);
+  // A100's anchors are all sustained (10,000 warm-up calls [S27]): nothing to
+  // scale, the FA2 plateaus stay as read.
+  EXPECT_DOUBLE_EQ(GpuModel(a100()).params().attn_fwd_plateau, 0.70);
   // A100 has no fp8: plateau 0 and a clear error.
   const GpuModel a(a100());
   EXPECT_EQ(a.params().plateau(NumberFormat::kFp8), 0.0);
@@ -114,18 +125,40 @@ TEST(KernelEfficiencyDefaults, UnknownGpuGetsGenericDefaults) {
 
 // Predictions at shapes other than the anchor, against measurements the
 // defaults were not derived from. Tolerance 20%: datasheet fallback, before
-// calibration; the residuals are listed in hwmodels/README.md.
+// calibration; the residuals are listed in hwmodels/README.md. The [S32]
+// square sweep below 10240^3 ran in bursts (see above), faster than the
+// sustained model by the power-limit factor, so the shape model is checked on
+// ratios to the 8192^3 point of the same sweep, where the clock cancels.
 TEST(GemmTime, H100Bf16SquareSweepMatchesCublas) {
   const GpuModel m(h100());
+  const double at_8192 = tflops(m.gemm_time(8192, 8192, 8192, 1, NumberFormat::kBf16));
   const double measured[][2] = {{1024, 176.6}, {2048, 676.6}, {4096, 788.7}};  // [S32]
   for (const auto& [size, tf] : measured) {
     const auto s = static_cast<int64_t>(size);
-    const double predicted = tflops(m.gemm_time(s, s, s, 1, NumberFormat::kBf16));
-    EXPECT_NEAR(predicted / tf, 1.0, 0.20) << "size " << s << " predicted " << predicted;
+    const double predicted = tflops(m.gemm_time(s, s, s, 1, NumberFormat::kBf16)) / at_8192;
+    EXPECT_NEAR(predicted / (tf / 797.5), 1.0, 0.20) << "size " << s << " predicted " << predicted;
   }
   // Efficiency rises with size (ramp), and the small GEMM is far from peak.
   EXPECT_LT(tflops(m.gemm_time(1024, 1024, 1024, 1, NumberFormat::kBf16)),
             0.5 * tflops(m.gemm_time(4096, 4096, 4096, 1, NumberFormat::kBf16)));
+}
+
+TEST(GemmEfficiency, NarrowProblemsGetNarrowTiles) {
+  KernelEfficiency p;
+  p.gemm_plateau.fill(1.0);
+  p.gemm_tile_m = 128;
+  p.gemm_tile_n = 256;
+  p.gemm_k_overhead = 0;
+  // n = 1 (a GEMV): one 8-column MMA step, not a 256-column tile.
+  GemmEfficiency e = gemm_efficiency(p, 132, GemmShape{128 * 132, 1, 64, 1}, NumberFormat::kBf16);
+  EXPECT_EQ(e.tiles, 132);
+  EXPECT_DOUBLE_EQ(e.wave, 1.0 / 8.0);
+  // n = 128 on a 128x256 tile: a 128-column kernel, no padding.
+  e = gemm_efficiency(p, 132, GemmShape{128 * 132, 128, 64, 1}, NumberFormat::kBf16);
+  EXPECT_DOUBLE_EQ(e.wave, 1.0);
+  // m = 100 rounds up to 128 rows (two 64-row MMA steps): 100/128 useful.
+  e = gemm_efficiency(p, 132, GemmShape{100, 256 * 132, 64, 1}, NumberFormat::kBf16);
+  EXPECT_DOUBLE_EQ(e.wave, 100.0 / 128.0);
 }
 
 TEST(GemmTime, A100Fp16AndH100Fp8SweepsMatchCublasLt) {
