@@ -73,6 +73,24 @@ KernelCost& KernelCost::operator+=(const KernelCost& other) {
   return *this;
 }
 
+double causal_block_fill(const AttentionShape& s, int64_t tile) {
+  if (!s.causal) return 1.0;
+  // A flash kernel works in tile x tile blocks of the score matrix: a block
+  // the causal diagonal crosses is computed whole and masked (FlashAttention-2
+  // and -3 skip only the blocks entirely above the diagonal). Query tile i
+  // (the last q_len positions, aligned at the end of the keys) computes every
+  // key block up to the one holding its last row's last key.
+  const int64_t offset = s.kv_len - s.q_len;
+  double computed = 0;
+  for (int64_t row0 = 0; row0 < s.q_len; row0 += tile) {
+    const int64_t rows = std::min(tile, s.q_len - row0);
+    const int64_t keys = std::clamp<int64_t>(row0 + rows + offset, 0, s.kv_len);
+    computed += static_cast<double>(rows) *
+                static_cast<double>(std::min(ceil_div(keys, tile) * tile, s.kv_len));
+  }
+  return computed > 0 ? attention_pairs(s) / computed : 1.0;
+}
+
 double attention_pairs(const AttentionShape& s) {
   const double q = static_cast<double>(s.q_len);
   const double kv = static_cast<double>(s.kv_len);
@@ -200,7 +218,7 @@ KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool fla
     const double wave = static_cast<double>(ctas) / static_cast<double>(waves * sms);
     const double mean_keys = pairs / q;  // keys a query attends to, on average
     const double ramp = mean_keys / (mean_keys + std::max(0.0, params_.attn_kv_half));
-    return finish(flops, bytes, peak, plateau * wave * ramp,
+    return finish(flops, bytes, peak, plateau * wave * ramp * causal_block_fill(s, tile),
                   gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction, params_.mem_latency_s);
   }
 

@@ -90,6 +90,11 @@ struct AttentionShape {
 /// (query, key) pairs one head computes: q x kv, or the causal count.
 double attention_pairs(const AttentionShape& shape);
 
+/// Useful over computed (query, key) pairs of a causal flash kernel that
+/// works in `tile` x `tile` blocks: blocks the diagonal crosses are computed
+/// whole and masked. 1 for non-causal shapes. In (0, 1].
+double causal_block_fill(const AttentionShape& shape, int64_t tile);
+
 /// GPU kernel costs. Holds its spec and parameters by value.
 class GpuModel {
  public:

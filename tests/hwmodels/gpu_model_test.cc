@@ -267,6 +267,29 @@ TEST(AttentionTime, FlashCausalHalvesFlopsAndBackwardIs2p5x) {
   EXPECT_EQ(full.bound, KernelBound::kCompute);
 }
 
+TEST(AttentionTime, CausalFlashComputesTheDiagonalBlocksWhole) {
+  // 256 queries and keys in 128 x 128 blocks: query tile 0 computes one block
+  // (128 x 128), tile 1 two (128 x 256); 256 x 257 / 2 pairs are needed.
+  AttentionShape s = llama_like(256);
+  EXPECT_DOUBLE_EQ(causal_block_fill(s, 128), (256.0 * 257 / 2) / (128.0 * 128 + 128.0 * 256));
+  // Queries aligned at the end of longer keys: 128 queries after 128 earlier
+  // keys see 129..256 keys, all in two blocks: 128 x 256 computed.
+  s.q_len = 128;
+  EXPECT_DOUBLE_EQ(causal_block_fill(s, 128), (128.0 * 128 + 128.0 * 129 / 2) / (128.0 * 256));
+  // The waste fades with length (one diagonal block per query tile), and a
+  // non-causal kernel has none.
+  EXPECT_GT(causal_block_fill(llama_like(8192), 128), 0.98);
+  s.causal = false;
+  EXPECT_DOUBLE_EQ(causal_block_fill(s, 128), 1.0);
+  // The kernel time carries it: causal costs more than half the full time.
+  const GpuModel m(h100());
+  AttentionShape c = llama_like(2048), f = llama_like(2048);
+  f.causal = false;
+  const double ratio = m.attention_time(c, Pass::kForward, true, NumberFormat::kBf16).time_s /
+                       m.attention_time(f, Pass::kForward, true, NumberFormat::kBf16).time_s;
+  EXPECT_GT(ratio, 0.5 / causal_block_fill(c, 128) * 0.99);
+}
+
 TEST(AttentionTime, FlashIsFasterAndMovesFewerBytesThanNonFlash) {
   const GpuModel m(a100());
   AttentionShape s = llama_like(2048);

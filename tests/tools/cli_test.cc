@@ -193,7 +193,7 @@ TEST(Cli, ValidatePublishedCasesPrintsTheContractObject) {
   EXPECT_EQ(r.err.find("/cases/"), std::string::npos) << r.err;
 
   // Fidelity guard (issue 5). The acceptance target is a step-time MAPE of
-  // 10% with no case worse than 25%; the model is at 10.3% today (see
+  // 10% with no case worse than 25%; the model is at 10.2% today (see
   // docs/validation.md). This keeps the worst-case bar and stops the MAPE
   // from regressing past 15%.
   EXPECT_LE(result["mape_step_time"].get<double>(), 0.15);
