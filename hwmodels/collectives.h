@@ -87,6 +87,14 @@ struct CollectiveParams {
   double nvls_efficiency = 0.85;
   /// Largest all-to-all simulated flow by flow (n(n-1) flows).
   int64_t max_all_to_all_ranks = 1024;
+  /// SMs an NCCL kernel holds while it runs: one CTA per channel, each on an
+  /// SM of its own (NCCL's CTAs use up to 640 threads and their own shared
+  /// memory, leaving no room for a GEMM's CTA). NCCL's ring search on
+  /// NVSwitch nodes finds 16 channels and duplicates them to 32, the
+  /// MAXCHANNELS cap ("32 coll channels ... 32 p2p channels per peer" in the
+  /// NCCL INFO lines at communicator init on 8-GPU nodes). Compute running
+  /// beside a collective gets the other SMs. >= 0.
+  int kernel_sms = 32;
 
   /// Defaults for a GPU (nvls_efficiency 0.74 on Blackwell names).
   static CollectiveParams for_gpu(const GpuSpec& gpu);

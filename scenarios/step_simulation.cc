@@ -67,6 +67,14 @@ class Pricer {
     return t;
   }
 
+  /// Fraction of the GPU's SMs an NCCL kernel running beside compute holds
+  /// (CollectiveParams::kernel_sms over GpuSpec::sms), below 1.
+  double comm_sm_share() const {
+    const int sms = hw_.gpu.spec().sms;
+    if (sms <= 0) return 0.0;
+    return std::clamp(static_cast<double>(hw_.collectives.kernel_sms) / sms, 0.0, 0.9);
+  }
+
   /// Seconds an in-task collective takes among `group` (priced alone).
   double collective_time(const strategies::CollectiveShape& c, const std::vector<int64_t>& group) {
     if (group.size() <= 1 || c.bytes <= 0) return 0.0;
@@ -117,7 +125,10 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     const strategies::Segment& seg = w.segments[s];
     const double repeat = static_cast<double>(seg.repeat);
     // A collective paired with a compute op runs beside it, step by step:
-    // each of the `count` steps lasts the longer of the two.
+    // each of the `count` steps lasts the longer of the two. While the NCCL
+    // kernel runs it holds `share` of the SMs, so the compute op progresses
+    // at 1 - share for min(tx, its own stretched time): tc + share x that.
+    const double share = pricer.comm_sm_share();
     std::vector<int32_t> partner(seg.ops.size(), -1);
     for (size_t i = 0; i < seg.ops.size(); ++i) {
       const Op& op = seg.ops[i];
@@ -137,9 +148,11 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const Op& comm = op.kind == OpKind::kCollective ? op : seg.ops[j];
         const Op& compute = op.kind == OpKind::kCollective ? seg.ops[j] : op;
         const size_t compute_index = op.kind == OpKind::kCollective ? j : i;
-        const double tc = pricer.op_time(work, s, compute_index);
+        const double alone = pricer.op_time(work, s, compute_index);
         const double tx = pricer.collective_time(comm.collective, group_of(comm.collective.dim));
+        const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
         add_role(cost, compute.role, count * tc);
+        cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] +=
             count * std::max(0.0, tx - tc);
         cost.hidden_comm_s += count * std::min(tx, tc);

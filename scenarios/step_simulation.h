@@ -19,7 +19,9 @@ namespace podsim::scenarios {
 //   the work's kernels (GpuModel) plus the in-task collectives (TP, CP, EP:
 //   priced alone on the fabric by predict_collective, since their groups sit
 //   on links nothing else uses at that moment), where a collective paired
-//   with a compute op (`overlap_op`) costs only what it adds beyond it.
+//   with a compute op (`overlap_op`) costs only what it adds beyond it; the
+//   compute op runs on the SMs the NCCL kernel leaves it while both run
+//   (CollectiveParams::kernel_sms).
 // - A communication task (pipeline sends, data-parallel syncs, ZeRO gathers)
 //   becomes flows on the fabric (plan_collective + add_collective), so
 //   concurrent transfers share links max-min fairly. Every member rank of a
@@ -44,6 +46,9 @@ struct WorkCost {
   std::array<double, strategies::kDims> exposed_comm_s{};
   /// In-task collectives hidden under compute (reported, not on the critical path).
   double hidden_comm_s = 0;
+  /// Part of compute_s + recompute_s that compute ops lose to the SMs held
+  /// by NCCL kernels of collectives paired with them.
+  double comm_contention_s = 0;
 };
 
 struct TaskTime {

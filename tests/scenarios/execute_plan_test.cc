@@ -115,7 +115,11 @@ TEST(ExecutePlan, PredictionsAddUpToTheStepSimulationsWorkCost) {
     // Rank 8 is on stage 1 (tp innermost, dp 1): its TP group is GPUs 8..15,
     // congruent with the plan's 0..7.
     const WorkCost cost = cost_work(schedule, step, static_cast<int32_t>(w), 8);
-    EXPECT_NEAR(cost.compute_s, compute, 1e-9 * compute) << name;
+    // The plan prices each op alone; the step adds what compute paired with a
+    // collective loses to the NCCL kernel's SMs (backward only: forward TP
+    // collectives are not overlapped).
+    EXPECT_NEAR(cost.compute_s - cost.comm_contention_s, compute, 1e-9 * compute) << name;
+    EXPECT_EQ(cost.comm_contention_s > 0, backward) << name;
     if (forward) {
       // overlap_tp is off: every forward TP collective is exposed.
       EXPECT_NEAR(cost.exposed_comm_s[static_cast<size_t>(strategies::Dim::kTp)], comm,
@@ -124,6 +128,36 @@ TEST(ExecutePlan, PredictionsAddUpToTheStepSimulationsWorkCost) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+TEST(ExecutePlan, ComputeBesideACollectiveLosesTheNcclKernelsSms) {
+  // Backward with SP: the input re-gather runs beside the dgrad GEMM and the
+  // dX reduce-scatter beside the wgrad GEMM. While both run, the GEMM has 100
+  // of 132 SMs: it loses 32/132 of the time they run together (the hidden
+  // collective time), and nothing when NCCL holds no SMs. Hiding can only
+  // grow: the stretched GEMM covers more of a collective longer than it.
+  strategies::Job job = llama_job("llama3-70b", 8, true, 4096);
+  const strategies::BuildResult built =
+      strategies::build_schedule(job, strategies::Scope::kRepresentatives);
+  ASSERT_TRUE(built.schedule.has_value());
+  const strategies::Schedule& schedule = *built.schedule;
+  Hardware hw;
+  int32_t backward = -1;
+  for (size_t w = 0; w < schedule.works.size(); ++w) {
+    if (schedule.works[w].name.rfind("backward", 0) == 0) backward = static_cast<int32_t>(w);
+  }
+  ASSERT_GE(backward, 0);
+  const WorkCost shared = cost_work(schedule, {hw.gpu, hw.fabric, hw.collectives}, backward, 0);
+  ASSERT_GT(shared.hidden_comm_s, 0);
+  EXPECT_NEAR(shared.comm_contention_s, 32.0 / 132.0 * shared.hidden_comm_s,
+              1e-9 * shared.hidden_comm_s);
+  hw.collectives.kernel_sms = 0;
+  const WorkCost alone = cost_work(schedule, {hw.gpu, hw.fabric, hw.collectives}, backward, 0);
+  EXPECT_EQ(alone.comm_contention_s, 0.0);
+  EXPECT_NEAR(shared.compute_s - alone.compute_s, shared.comm_contention_s,
+              1e-9 * shared.compute_s);
+  EXPECT_GT(shared.hidden_comm_s, alone.hidden_comm_s);
+  EXPECT_LT(shared.duration_s - alone.duration_s, shared.comm_contention_s);
 }
 
 TEST(ExecutePlan, CollectivesArePricedOverTheTpGroup) {
