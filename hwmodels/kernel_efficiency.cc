@@ -2,19 +2,29 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "hwmodels/gpu_model.h"
 
 // Defaults for KernelEfficiency. Source keys [Sxx] refer to
-// /work/shared/reference/hardware.md section 7. Every GEMM plateau is derived
-// from one published measurement (an "anchor"): the measured fraction of
-// dense peak divided by the wave and K-ramp factors of the anchor's own shape,
-// so that the model reproduces the anchor exactly (apart from the launch
-// overhead, negligible at anchor sizes). MAMF anchors (best shape found by
-// brute force, shape not published) are taken as the plateau directly: the
-// best shape fills whole waves at deep K.
+// /work/shared/reference/hardware.md section 7. Every GEMM plateau is fitted
+// to the published measurements of its format ("anchors"): each anchor of
+// training scale implies the plateau that makes the
+// model reproduce it exactly (its measured time less the launch overhead,
+// divided by its own wave and K-ramp factors); the plateau is the geometric
+// mean of those, i.e. the least-squares fit in log time. Only anchors with
+// every dimension >= 4096 take part: there the wave and K-ramp factors are
+// within a few percent of 1, so the fit measures the main loop rather than
+// the tile-count model (at 2048^3 cuBLAS switches to smaller tiles than the
+// model assumes). Fitting the whole sweep rather than taking its best point
+// matters: vendor BLAS throughput
+// varies by +-10% from shape to shape (H100 bf16 797.5 TFLOP/s at 8192^3 but
+// 719.7 at 10240^3 [S32]), and training runs whatever shapes the model has.
+// MAMF anchors (best shape found by brute force, shape not published) are the
+// only number where nothing else is known and are taken as the plateau.
 
 namespace podsim::hwmodels {
 namespace {
@@ -24,14 +34,17 @@ using sim::NumberFormat;
 struct GemmAnchor {
   NumberFormat format;
   double tflops;  // measured
-  int64_t size;   // m = n = k; 0 = MAMF (shape unknown)
+  int64_t m = 0;  // 0 = MAMF (shape unknown)
+  int64_t n = 0;  // 0 = m (square)
+  int64_t k = 0;  // 0 = m (square)
 };
 
 struct GpuDefaults {
   const char* key;  // matched against GpuSpec::name, case-insensitive
   const char* note;
-  GemmAnchor anchors[5];
-  int anchor_count;
+  /// Published GEMM measurements, in up to two tables.
+  std::span<const GemmAnchor> anchors;
+  std::span<const GemmAnchor> more_anchors;
   // Flash attention plateaus; 0 = derive from the bf16 GEMM plateau (below).
   double attn_fwd;
   double attn_bwd;
@@ -55,59 +68,89 @@ struct GpuDefaults {
 constexpr double kAttnFwdOverGemm = 0.80;
 constexpr double kAttnBwdOverGemm = 0.62;
 
+// torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 square sweeps on H100
+// [S32], bf16 also [S33]; the H200 has the same GH100 SMs, tensor cores and
+// clocks, so both use them.
+constexpr GemmAnchor kGh100Matmul[] = {
+    {NumberFormat::kBf16, 676.6, 2048}, {NumberFormat::kBf16, 788.7, 4096},
+    {NumberFormat::kBf16, 797.5, 8192}, {NumberFormat::kBf16, 719.7, 10240},
+    {NumberFormat::kBf16, 716.0, 4096}, {NumberFormat::kBf16, 795.0, 8192},
+    {NumberFormat::kFp16, 645.1, 2048}, {NumberFormat::kFp16, 760.0, 4096},
+    {NumberFormat::kFp16, 736.2, 8192}, {NumberFormat::kFp16, 668.4, 10240},
+    {NumberFormat::kTf32, 335.0, 2048}, {NumberFormat::kTf32, 402.2, 4096},
+    {NumberFormat::kTf32, 372.1, 8192}, {NumberFormat::kTf32, 376.7, 10240},
+    {NumberFormat::kFp32, 49.6, 2048},  {NumberFormat::kFp32, 51.9, 4096},
+    {NumberFormat::kFp32, 51.8, 8192},  {NumberFormat::kFp32, 49.6, 10240}};
+// cuBLASLt fp8 sweeps, random inputs [S27].
+constexpr GemmAnchor kH100Fp8[] = {
+    {NumberFormat::kFp8, 1011.3, 2048},  {NumberFormat::kFp8, 1216.9, 4096},
+    {NumberFormat::kFp8, 1290.1, 8192},  {NumberFormat::kFp8, 1377.3, 16384},
+    {NumberFormat::kFp8, 1382.2, 32768}, {NumberFormat::kFp8, 1351.4, 6144, 12288, 12288}};
+constexpr GemmAnchor kH200Fp8[] = {
+    {NumberFormat::kFp8, 1013.4, 2048},  {NumberFormat::kFp8, 1249.1, 4096},
+    {NumberFormat::kFp8, 1300.6, 8192},  {NumberFormat::kFp8, 1366.3, 16384},
+    {NumberFormat::kFp8, 1349.5, 32768}, {NumberFormat::kFp8, 1318.0, 6144, 12288, 12288}};
+// cuBLASLt fp16 sweep on A100 [S27]; bf16 runs on the same units at the same rate.
+constexpr GemmAnchor kA100Matmul[] = {{NumberFormat::kFp16, 221.8, 2048},
+                                      {NumberFormat::kFp16, 228.0, 4096},
+                                      {NumberFormat::kFp16, 253.7, 8192},
+                                      {NumberFormat::kFp16, 256.5, 16384},
+                                      {NumberFormat::kFp16, 250.8, 6144, 12288, 12288},
+                                      {NumberFormat::kBf16, 221.8, 2048},
+                                      {NumberFormat::kBf16, 228.0, 4096},
+                                      {NumberFormat::kBf16, 253.7, 8192},
+                                      {NumberFormat::kBf16, 256.5, 16384},
+                                      {NumberFormat::kBf16, 250.8, 6144, 12288, 12288}};
+
+// Maximum achievable matmul (shape not published: the plateau itself) [S03],
+// and the MI300X fp8 hipBLASLt measurement [S28].
+constexpr GemmAnchor kGb200Mamf[] = {{NumberFormat::kBf16, 1822.0, 0},
+                                     {NumberFormat::kFp16, 1822.0, 0},
+                                     {NumberFormat::kFp8, 3615.6, 0}};
+constexpr GemmAnchor kB200Mamf[] = {{NumberFormat::kBf16, 1745.0, 0},
+                                    {NumberFormat::kFp16, 1745.0, 0},
+                                    {NumberFormat::kFp8, 3432.5, 0}};
+constexpr GemmAnchor kMi325xAnchors[] = {{NumberFormat::kBf16, 784.9, 0},
+                                         {NumberFormat::kFp16, 784.9, 0},
+                                         {NumberFormat::kFp8, 1159.2, 8192}};
+constexpr GemmAnchor kMi300xAnchors[] = {{NumberFormat::kBf16, 668.4, 0},
+                                         {NumberFormat::kFp16, 668.4, 0},
+                                         {NumberFormat::kFp8, 1159.2, 8192}};
+
 // Achievable HBM fraction = STREAM triad / datasheet bandwidth [S27][S28].
 const GpuDefaults kTable[] = {
     {"GB200",
      "GB200: bf16 MAMF 1822 TFLOP/s (72.9%) and fp8 MAMF 3615.6 (72.3%) [S03]; HBM fraction "
      "assumed as B200",
-     {{NumberFormat::kBf16, 1822.0, 0},
-      {NumberFormat::kFp16, 1822.0, 0},
-      {NumberFormat::kFp8, 3615.6, 0}},
-     3,
+     kGb200Mamf,
+     {},
      0,
      0,
      0.844},
     {"B200",
      "B200: bf16 MAMF 1745 TFLOP/s (77.6%), fp8 MAMF 3432.5 (76.3%) [S03]; HBM 6.75 of 8.0 TB/s "
      "read [S18, unverified]",
-     {{NumberFormat::kBf16, 1745.0, 0},
-      {NumberFormat::kFp16, 1745.0, 0},
-      {NumberFormat::kFp8, 3432.5, 0}},
-     3,
+     kB200Mamf,
+     {},
      0,
      0,
      0.844},
     {"H200",
-     "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 anchors of H100 [S32]); fp8 "
-     "cuBLASLt 1300.6 TFLOP/s at 8192^3 [S27]; triad 4.15 of 4.8 TB/s [S27]",
-     {{NumberFormat::kBf16, 797.5, 8192},
-      {NumberFormat::kFp16, 760.0, 4096},
-      {NumberFormat::kTf32, 402.2, 4096},
-      {NumberFormat::kFp32, 51.9, 4096},
-      {NumberFormat::kFp8, 1300.6, 8192}},
-     5,
-     0.65,
-     0.50,
-     4.15 / 4.8},
+     "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 sweeps of H100 [S32][S33]); fp8 "
+     "cuBLASLt sweep 2048^3..32768^3 and 6144x12288x12288 [S27]; triad 4.15 of 4.8 TB/s [S27]",
+     kGh100Matmul, kH200Fp8, 0.65, 0.50, 4.15 / 4.8},
     {"H100",
-     "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16 797.5 TFLOP/s at 8192^3, fp16 760.0 / tf32 "
-     "402.2 / fp32 51.9 at 4096^3 [S32]; fp8 cuBLASLt 1377.3 at 16384^3 [S27]; FlashAttention-3 "
+     "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 sweeps 2048^3..10240^3 "
+     "[S32][S33]; fp8 cuBLASLt sweep 2048^3..32768^3 and 6144x12288x12288 [S27]; FlashAttention-3 "
      "~65% fwd / ~50% bwd at head dim 128 (approximate, FA3 paper); triad 2.97 of 3.35 TB/s [S27]",
-     {{NumberFormat::kBf16, 797.5, 8192},
-      {NumberFormat::kFp16, 760.0, 4096},
-      {NumberFormat::kTf32, 402.2, 4096},
-      {NumberFormat::kFp32, 51.9, 4096},
-      {NumberFormat::kFp8, 1377.3, 16384}},
-     5,
-     0.65,
-     0.50,
-     2.97 / 3.35},
+     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35},
     {"A100",
-     "A100 SXM: fp16 cuBLASLt 253.7 TFLOP/s at 8192^3 [S27] (bf16 runs on the same unit); "
+     "A100 SXM: fp16 cuBLASLt sweep 2048^3..16384^3 and 6144x12288x12288 [S27] (bf16 runs on the "
+     "same unit); "
      "tf32/fp32: no measurement, the bf16 fraction is assumed; FlashAttention-2 ~70% fwd / ~55% "
      "bwd (approximate, FA2 paper); triad 1.70 of 2.039 TB/s [S27]",
-     {{NumberFormat::kBf16, 253.7, 8192}, {NumberFormat::kFp16, 253.7, 8192}},
-     2,
+     kA100Matmul,
+     {},
      0.70,
      0.55,
      1.70 / 2.039,
@@ -116,20 +159,16 @@ const GpuDefaults kTable[] = {
     {"MI325X",
      "MI325X: bf16 MAMF 784.9 TFLOP/s (60.4%) [S03]; fp8 assumed as MI300X (same peak, 1159.2 "
      "at 8192^3 [S28]); HBM fraction as MI300X [S28]",
-     {{NumberFormat::kBf16, 784.9, 0},
-      {NumberFormat::kFp16, 784.9, 0},
-      {NumberFormat::kFp8, 1159.2, 8192}},
-     3,
+     kMi325xAnchors,
+     {},
      0,
      0,
      4.09 / 5.3},
     {"MI300X",
      "MI300X: bf16 MAMF 668.4 TFLOP/s (51.4%, ROCm 6.3 TunableOp) [S03]; fp8 hipBLASLt 1159.2 at "
      "8192^3 [S28]; triad 4.09 of 5.3 TB/s [S28]",
-     {{NumberFormat::kBf16, 668.4, 0},
-      {NumberFormat::kFp16, 668.4, 0},
-      {NumberFormat::kFp8, 1159.2, 8192}},
-     3,
+     kMi300xAnchors,
+     {},
      0,
      0,
      4.09 / 5.3},
@@ -149,18 +188,43 @@ const GpuDefaults* find_defaults(const std::string& name) {
   return nullptr;
 }
 
-// Plateau that makes the model reproduce a measured square GEMM.
+// The plateau that makes the model reproduce one measured GEMM: its time
+// less the launch overhead, over its wave and K-ramp factors.
 double plateau_from_anchor(const KernelEfficiency& shape_params, const GpuSpec& gpu,
                            const GemmAnchor& anchor) {
   const double peak_tflops = gpu.peak(anchor.format) / 1e12;
   if (!(peak_tflops > 0)) return 0.0;
-  const double fraction = anchor.tflops / peak_tflops;
-  if (anchor.size == 0 || gpu.sms <= 0) return std::min(1.0, fraction);
+  if (anchor.m == 0 || gpu.sms <= 0) return std::min(1.0, anchor.tflops / peak_tflops);
+  const GemmShape shape{anchor.m, anchor.n > 0 ? anchor.n : anchor.m,
+                        anchor.k > 0 ? anchor.k : anchor.m, 1};
+  const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+                       static_cast<double>(shape.k);
+  const double kernel_s = flops / (anchor.tflops * 1e12) - shape_params.launch_overhead_s;
   KernelEfficiency unit = shape_params;
   unit.gemm_plateau.fill(1.0);
-  const GemmEfficiency e = gemm_efficiency(
-      unit, gpu.sms, GemmShape{anchor.size, anchor.size, anchor.size, 1}, anchor.format);
-  return std::min(1.0, fraction / (e.wave * e.k_ramp));
+  const GemmEfficiency e = gemm_efficiency(unit, gpu.sms, shape, anchor.format);
+  return std::min(1.0, flops / (kernel_s * peak_tflops * 1e12) / (e.wave * e.k_ramp));
+}
+
+// Least squares in log time over the training-scale anchors of one format:
+// the geometric mean of their plateaus. 0 when the format has no anchor.
+double fitted_plateau(const KernelEfficiency& shape_params, const GpuSpec& gpu,
+                      const GpuDefaults& d, NumberFormat format) {
+  constexpr int64_t kTrainingScale = 4096;
+  double log_sum = 0;
+  int n = 0;
+  for (const std::span<const GemmAnchor> table : {d.anchors, d.more_anchors}) {
+    for (const GemmAnchor& a : table) {
+      if (a.format != format) continue;
+      const int64_t smallest = std::min({a.m, a.n > 0 ? a.n : a.m, a.k > 0 ? a.k : a.m});
+      if (a.m != 0 && smallest < kTrainingScale) continue;
+      const double p = plateau_from_anchor(shape_params, gpu, a);
+      if (!(p > 0)) continue;
+      log_sum += std::log(p);
+      ++n;
+    }
+  }
+  return n == 0 ? 0.0 : std::exp(log_sum / n);
 }
 
 }  // namespace
@@ -246,9 +310,9 @@ KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
     return p;
   }
   p.source_note = d->note;
-  for (int i = 0; i < d->anchor_count; ++i) {
-    const GemmAnchor& a = d->anchors[i];
-    p.gemm_plateau[static_cast<size_t>(a.format)] = plateau_from_anchor(p, gpu, a);
+  for (int f = 0; f < sim::kNumberFormats; ++f) {
+    p.gemm_plateau[static_cast<size_t>(f)] =
+        fitted_plateau(p, gpu, *d, static_cast<NumberFormat>(f));
   }
   // Formats without an anchor but with a datasheet rate: the GEMM fraction of
   // the closest measured format (bf16), an assumption stated in the note.

@@ -61,8 +61,10 @@ struct Report {
   int64_t simulated_ranks = 0;
   uint64_t engine_events = 0;
   uint64_t fingerprint = 0;
-  /// "datasheet" or the calibration profile's path, per model family.
+  /// "datasheet", or "profile <path>" when a calibration profile was fitted.
   std::string hardware_source;
+  /// With a profile: what was fitted from which measurements, and residuals.
+  std::vector<std::string> calibration_notes;
   std::vector<std::string> warnings;
 };
 

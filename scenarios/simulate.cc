@@ -1,6 +1,9 @@
 #include "scenarios/simulate.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -10,6 +13,8 @@
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
+#include "calibration/profile.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/schedule.h"
@@ -51,45 +56,68 @@ void add_exposed(ExposedComm& e, Dim dim, double seconds) {
   }
 }
 
+/// The previous task on the same (rank, stream), or -1: what a task waits
+/// for besides its dependencies.
+std::vector<int64_t> stream_predecessors(const Schedule& schedule) {
+  std::vector<int64_t> prev(schedule.tasks.size(), -1);
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+    std::array<int64_t, strategies::kStreams> last{};
+    last.fill(-1);
+    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
+      int64_t& l = last[static_cast<size_t>(schedule.tasks[id].stream)];
+      prev[id] = l;
+      l = id;
+    }
+  }
+  return prev;
+}
+
 /// Where the critical rank's compute stream spent the step: busy time by
-/// category from the work costs, and each idle gap charged to what the next
-/// task waited for (a transfer in flight: exposed communication of its
-/// dimension; anything else, such as another stage's compute: bubble).
+/// category from the work costs, and each idle gap explained by walking the
+/// chain of what held the next task back, latest first: time a transfer or
+/// collective was in flight is exposed communication of its dimension
+/// (including time it queued behind earlier transfers on its stream); time
+/// spent waiting for another stage's compute is pipeline bubble.
 Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size_t rank_index,
                     double step_s) {
   Breakdown b;
   const auto& tasks = schedule.tasks;
+  const std::vector<int64_t> stream_prev = stream_predecessors(schedule);
   auto seconds = [](sim::Time t) { return t.seconds(); };
-  auto charge_wait = [&](double from, double to, const std::vector<strategies::TaskId>& waited) {
-    if (to <= from) return;
-    // The dependency that finished last held the task back.
-    int64_t culprit = -1;
-    for (strategies::TaskId d : waited) {
-      if (culprit < 0 || timeline.tasks[d].end > timeline.tasks[static_cast<size_t>(culprit)].end) {
-        culprit = d;
-      }
+  auto end_of = [&](int64_t id) { return seconds(timeline.tasks[static_cast<size_t>(id)].end); };
+  auto latest = [&](std::span<const strategies::TaskId> deps, int64_t also) {
+    int64_t culprit = also;
+    for (strategies::TaskId d : deps) {
+      if (culprit < 0 || end_of(d) > end_of(culprit)) culprit = d;
     }
-    double comm = 0;
-    if (culprit >= 0 && tasks[static_cast<size_t>(culprit)].kind == TaskKind::kComm) {
-      const TaskTime& c = timeline.tasks[static_cast<size_t>(culprit)];
-      comm = std::max(0.0, std::min(to, seconds(c.end)) - std::max(from, seconds(c.start)));
-      add_exposed(b.exposed_comm, tasks[static_cast<size_t>(culprit)].dim, comm);
+    return culprit;
+  };
+  auto explain_wait = [&](double from, double to, int64_t culprit) {
+    while (to > from) {
+      if (culprit < 0 || end_of(culprit) <= from) break;
+      const auto c = static_cast<size_t>(culprit);
+      if (tasks[c].kind != TaskKind::kComm) break;  // another stage's compute: bubble
+      const double begin = std::max(from, seconds(timeline.tasks[c].start));
+      const double finish = std::min(to, end_of(culprit));
+      b.bubble += to - finish;
+      add_exposed(b.exposed_comm, tasks[c].dim, finish - begin);
+      to = begin;
+      culprit = latest(schedule.dependencies(static_cast<strategies::TaskId>(c)), stream_prev[c]);
     }
-    b.bubble += (to - from) - comm;
+    if (to > from) b.bubble += to - from;
   };
 
   double t = 0;
-  std::vector<strategies::TaskId> comm_tasks;
+  int64_t last_comm = -1;
   for (uint32_t id = schedule.rank_begin[rank_index]; id < schedule.rank_begin[rank_index + 1];
        ++id) {
     const Task& task = tasks[id];
     if (task.stream != Stream::kCompute) {
-      comm_tasks.push_back(id);
+      if (last_comm < 0 || end_of(id) > end_of(last_comm)) last_comm = id;
       continue;
     }
     const TaskTime& tt = timeline.tasks[id];
-    const auto deps = schedule.dependencies(id);
-    charge_wait(t, seconds(tt.start), {deps.begin(), deps.end()});
+    explain_wait(t, seconds(tt.start), latest(schedule.dependencies(id), -1));
     const uint32_t ci = timeline.task_cost[id];
     if (ci != StepTimeline::kNoCost) {
       const WorkCost& c = timeline.costs[ci];
@@ -108,7 +136,7 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
   }
   // After its last kernel the rank waits for its own communication to end
   // (gradient synchronisation, the last pipeline sends).
-  charge_wait(t, step_s, comm_tasks);
+  explain_wait(t, step_s, last_comm);
   return b;
 }
 
@@ -156,10 +184,24 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
                                      std::to_string(spec.cluster.total_gpus()),
                                  "add nodes to the cluster or shrink the plan"}};
   }
-  if (!options.profile_path.empty() || !spec.cluster.gpu.profile.empty()) {
-    return std::vector<Problem>{{"/cluster/gpu/profile",
-                                 "calibration profiles are not supported by this build yet",
-                                 "remove the profile to use datasheet efficiency curves"}};
+  // A calibration profile (--profile wins over the cluster's gpu.profile)
+  // replaces the datasheet efficiency curves.
+  const std::string profile_path =
+      options.profile_path.empty() ? spec.cluster.gpu.profile : options.profile_path;
+  std::optional<ProfileFit> profile_fit;
+  hwmodels::ClusterSpec cluster = spec.cluster;
+  if (!profile_path.empty()) {
+    try {
+      const calibration::Profile profile = calibration::read_profile(profile_path);
+      profile_fit = fit_kernel_efficiency(profile, cluster.gpu, profile_path);
+      for (std::string& note : apply_scale_up_profile(profile, cluster)) {
+        profile_fit->notes.push_back(std::move(note));
+      }
+    } catch (const calibration::ProfileError& e) {
+      return std::vector<Problem>{
+          {options.profile_path.empty() ? "/cluster/gpu/profile" : "--profile", e.what(),
+           "give the path of a profile written by `podsim calibrate`"}};
+    }
   }
   const SimulationMode mode = options.mode.value_or(spec.mode);
   strategies::BuildResult built = strategies::build_schedule(
@@ -170,25 +212,29 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   const Schedule& schedule = detail.schedule;
 
   std::vector<Problem> problems;
-  for (const auto& p : hwmodels::Fabric::validate(spec.cluster)) {
+  for (const auto& p : hwmodels::Fabric::validate(cluster)) {
     problems.push_back({"/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
-  const hwmodels::GpuModel gpu(spec.cluster.gpu);
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
-  const hwmodels::CollectiveParams collectives =
-      hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
+  const hwmodels::GpuModel gpu = profile_fit
+                                     ? hwmodels::GpuModel(cluster.gpu, profile_fit->efficiency)
+                                     : hwmodels::GpuModel(cluster.gpu);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
+  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
   detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
   const StepTimeline& timeline = detail.timeline;
 
   Report& report = detail.report;
+  report.warnings = spec.warnings;  // the reader's remarks come first
   report.scenario = spec.name;
   report.gpus = spec.gpus;
   report.simulation_mode = mode == SimulationMode::kEveryRank ? "every_rank" : "symmetric";
   report.simulated_ranks = static_cast<int64_t>(schedule.ranks.size());
   report.engine_events = timeline.run.events;
   report.fingerprint = timeline.run.fingerprint;
-  report.hardware_source = std::string(hwmodels::to_string(gpu.source()));
+  report.hardware_source = profile_fit ? "profile " + profile_path
+                                        : std::string(hwmodels::to_string(gpu.source()));
+  if (profile_fit) report.calibration_notes = profile_fit->notes;
 
   // The step ends with the last task of any rank; that rank's stage is the
   // critical one (lowest rank on ties).

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hwmodels/cluster_spec.h"
 #include "strategies/model.h"
@@ -26,6 +27,9 @@ struct ScenarioSpec {
   strategies::ParallelPlan plan;
   strategies::ScheduleOptions options;
   SimulationMode mode = SimulationMode::kSymmetric;
+  /// Remarks of the reader that do not stop the run (uneven pipeline stages,
+  /// tp spanning scale-up domains, ...); the report should carry them.
+  std::vector<std::string> warnings;
 };
 
 }  // namespace podsim::scenarios

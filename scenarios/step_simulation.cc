@@ -96,7 +96,8 @@ class Pricer {
         shape.causal = a.causal;
         shape.dropout = strategies::uses_dropout(schedule_.job.model);
         return hw_.gpu
-            .attention_time(shape, a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
+            .attention_time(shape,
+                            a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
                             a.flash, op.format)
             .time_s;
       }
@@ -320,16 +321,15 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
     } else {
       members = schedule.groups[static_cast<size_t>(task.group)].ranks;
     }
-    const auto plan_key = std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1,
-                                          p2p ? task.peer : -1, static_cast<int>(op),
-                                          bits_of(task.bytes));
+    const auto plan_key =
+        std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
+                        static_cast<int>(op), bits_of(task.bytes));
     auto plan = plans.find(plan_key);
     if (plan == plans.end()) {
       plan = plans
-                 .emplace(plan_key,
-                          hwmodels::plan_collective(hardware.fabric, op, members, task.bytes,
-                                                    hwmodels::Algorithm::kAuto,
-                                                    hardware.collectives))
+                 .emplace(plan_key, hwmodels::plan_collective(
+                                        hardware.fabric, op, members, task.bytes,
+                                        hwmodels::Algorithm::kAuto, hardware.collectives))
                  .first;
     }
     hwmodels::RouteHook hook;
@@ -360,9 +360,8 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
           out.costs.push_back(price_work(schedule, pricer, task.work, rank));
         }
         out.task_cost[id] = it->second;
-        const sim::ActivityId a =
-            engine.add_delay(sim::Time::from_seconds_ceil(out.costs[it->second].duration_s),
-                             sim::kNoStream, id);
+        const sim::ActivityId a = engine.add_delay(
+            sim::Time::from_seconds_ceil(out.costs[it->second].duration_s), sim::kNoStream, id);
         start[id] = end[id] = a;
         continue;
       }

@@ -76,8 +76,8 @@ StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepH
 
 /// What `work` costs when run by `rank` (its TP/CP/EP groups price the
 /// in-task collectives).
-WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& hardware,
-                   int32_t work, int64_t rank);
+WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& hardware, int32_t work,
+                   int64_t rank);
 
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);

@@ -215,6 +215,10 @@ int64_t kv_heads(const ModelShape& model) {
   return model.kv_heads > 0 ? model.kv_heads : model.heads;
 }
 
+bool zero2_reduces_every_micro_batch(const Job& job) {
+  return job.options.zero2_reduce_every_micro_batch.value_or(job.plan.pp == 1);
+}
+
 int64_t micro_batches(const Job& job) {
   const int64_t per = job.plan.dp * job.training.micro_batch;
   return per > 0 ? job.training.global_batch / per : 0;

@@ -64,6 +64,12 @@ int64_t grad_group_size(const Job& job);
 int64_t expert_dp_size(const Job& job);
 /// Ranks one ZeRO/FSDP shard set spans: shard_group, or dp * cp when 0.
 int64_t shard_group_size(const Job& job);
+/// Whether ZeRO-2 reduce-scatters gradients after every micro-batch. Unset
+/// option: yes without pipeline parallelism (DeepSpeed ZeRO-2, PyTorch FSDP
+/// SHARD_GRAD_OP), no with it: DeepSpeed refuses ZeRO-2 under pipeline
+/// parallelism, and PyTorch's pipeline schedules with FSDP (torchtitan) turn
+/// gradient sync off for all but the last micro-batch.
+bool zero2_reduces_every_micro_batch(const Job& job);
 /// Bytes of one activation element: 4 for fp32 training, else 2 (bf16/fp16;
 /// fp8 training keeps activations in bf16).
 double activation_element_bytes(const Job& job);

@@ -118,7 +118,7 @@ StaticMemory static_memory(const Job& job, int64_t stage) {
   const StageParams p = stage_parameters(job, stage);
   const double sharded = p.dense / d(shard_group_size(job)) + p.expert / d(expert_dp_size(job));
   const int zero = job.plan.zero;
-  const bool grads_sharded = zero == 3 || (zero == 2 && job.options.zero2_reduce_every_micro_batch);
+  const bool grads_sharded = zero == 3 || (zero == 2 && zero2_reduces_every_micro_batch(job));
   StaticMemory m;
   m.params = p.total();
   m.weights = (zero == 3 ? sharded : p.total()) * weight_element_bytes(job);

@@ -65,7 +65,7 @@ struct StaticMemory {
 };
 /// ZeRO shards dense state over the shard group (shard_group or dp*cp) and
 /// expert state over the expert-data-parallel group. ZeRO-2 with
-/// zero2_reduce_every_micro_batch = false keeps full gradients.
+/// ZeRO-2 reducing once per step (zero2_reduces_every_micro_batch) keeps full gradients.
 StaticMemory static_memory(const Job& job, int64_t stage);
 /// Parameters the optimizer of a rank of `stage` updates (its shard).
 double optimizer_parameters(const Job& job, int64_t stage);

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "sim/number_format.h"
 
@@ -60,10 +61,11 @@ struct ScheduleOptions {
   /// Format of accumulated gradients and of their data-parallel reduction
   /// (fp32 main grads, as Megatron and torchtitan do by default).
   sim::NumberFormat grad_format = sim::NumberFormat::kFp32;
-  /// ZeRO-2: reduce-scatter the gradients after every micro-batch (DeepSpeed;
-  /// gradients stay sharded in memory). false: once per step after the last
-  /// micro-batch, with full gradients held during accumulation.
-  bool zero2_reduce_every_micro_batch = true;
+  /// ZeRO-2: reduce-scatter the gradients after every micro-batch (gradients
+  /// stay sharded in memory), or once per step after the last micro-batch
+  /// (full gradients held during accumulation). Unset: what the frameworks do,
+  /// see zero2_reduces_every_micro_batch().
+  std::optional<bool> zero2_reduce_every_micro_batch;
 };
 
 }  // namespace podsim::strategies

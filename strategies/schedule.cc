@@ -203,7 +203,7 @@ class Builder {
     grad_group_ = grad_group_size(job);
     edp_ = expert_dp_size(job);
     needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
-    per_mb_sync_ = zero_ == 3 || (zero_ == 2 && job.options.zero2_reduce_every_micro_batch);
+    per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
     acts_ = layer_activations(job);
     const RankShape r = rank_shape(job);
     transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;

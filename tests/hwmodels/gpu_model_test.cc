@@ -60,16 +60,25 @@ TEST(GemmEfficiency, RejectsBadShapes) {
                std::invalid_argument);
 }
 
-TEST(KernelEfficiencyDefaults, AnchorsAreReproducedAndSourced) {
-  // The bf16 plateau is derived from cuBLAS 797.5 TFLOP/s at 8192^3 [S32]:
-  // the model must give that back (launch overhead is 0.1% at this size).
+TEST(KernelEfficiencyDefaults, PlateauIsTheLogLeastSquaresFitOfThePublishedSweep) {
+  // The bf16 plateau is fitted to the five H100 cuBLAS measurements with every
+  // dimension >= 4096 [S32][S33]. A least-squares fit in log time leaves log residuals
+  // that sum to zero (up to the few-microsecond launch overhead the fit takes
+  // out of each anchor first): the model is above some anchors and below
+  // others, and within 10% of each (the sweep itself varies by that much).
   const GpuModel m(h100());
   EXPECT_EQ(m.source(), ParamSource::kDatasheet);
   EXPECT_NE(m.params().source_note.find("S32"), std::string::npos);
-  const KernelCost c = m.gemm_time(8192, 8192, 8192, 1, NumberFormat::kBf16);
-  EXPECT_NEAR(tflops(c), 797.5, 797.5 * 0.005);
-  EXPECT_EQ(c.bound, KernelBound::kCompute);
-  EXPECT_EQ(c.source, ParamSource::kDatasheet);
+  const std::pair<int64_t, double> anchors[] = {
+      {4096, 788.7}, {8192, 797.5}, {10240, 719.7}, {4096, 716.0}, {8192, 795.0}};
+  double log_residual_sum = 0;
+  for (const auto& [size, measured] : anchors) {
+    const KernelCost c = m.gemm_time(size, size, size, 1, NumberFormat::kBf16);
+    EXPECT_EQ(c.bound, KernelBound::kCompute);
+    EXPECT_NEAR(tflops(c), measured, measured * 0.10) << size;
+    log_residual_sum += std::log(tflops(c) / measured);
+  }
+  EXPECT_NEAR(log_residual_sum, 0.0, 1e-3);
   // A100 has no fp8: plateau 0 and a clear error.
   const GpuModel a(a100());
   EXPECT_EQ(a.params().plateau(NumberFormat::kFp8), 0.0);

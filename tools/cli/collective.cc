@@ -1,7 +1,6 @@
 #include "tools/cli/collective.h"
 
 #include <boost/program_options.hpp>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -20,43 +19,6 @@ using hwmodels::Algorithm;
 using hwmodels::CollectiveOp;
 using hwmodels::CollectiveResult;
 
-// Fallback when main.cc passes no parser: "<number>[unit]".
-std::optional<double> builtin_bytes(const std::string& text, std::string& error) {
-  size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    error = "'" + text + "' is not a size (e.g. 8, 1MiB, 1GiB, 512MB)";
-    return std::nullopt;
-  }
-  std::string unit = text.substr(pos);
-  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
-  static const std::pair<const char*, double> kUnits[] = {{"", 1},
-                                                          {"B", 1},
-                                                          {"KB", 1e3},
-                                                          {"MB", 1e6},
-                                                          {"GB", 1e9},
-                                                          {"TB", 1e12},
-                                                          {"KiB", 1024.0},
-                                                          {"MiB", 1048576.0},
-                                                          {"GiB", 1073741824.0},
-                                                          {"TiB", 1099511627776.0},
-                                                          {"K", 1024.0},
-                                                          {"M", 1048576.0},
-                                                          {"G", 1073741824.0}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name) {
-      const double bytes = value * scale;
-      if (!(bytes >= 0) || !std::isfinite(bytes)) break;
-      return bytes;
-    }
-  }
-  error = "'" + text +
-          "' is not a size: use a number with an optional unit B, KB, MB, GB, KiB, "
-          "MiB, GiB (K/M/G = KiB/MiB/GiB as in nccl-tests)";
-  return std::nullopt;
-}
 
 std::string fixed(double v, int decimals) {
   char buf[64];
@@ -124,7 +86,10 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
       "auto | ring | tree | hierarchical | nvls | direct")("json", "print JSON")(
       "sweep", "sizes from --min-bytes to --max-bytes, doubling")(
       "min-bytes", po::value<std::string>()->default_value("8"), "sweep start")(
-      "max-bytes", po::value<std::string>()->default_value("8GiB"), "sweep end");
+      "max-bytes", po::value<std::string>()->default_value("8GiB"), "sweep end")(
+      "profile", po::value<std::string>(),
+      "calibration profile whose peer-to-peer / NCCL measurements replace the scale-up "
+      "link efficiency");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -144,11 +109,17 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
   const std::string cluster_name = vm["cluster"].as<std::string>();
   std::string error;
   std::optional<hwmodels::ClusterSpec> cluster;
-  if (hooks.cluster) cluster = hooks.cluster(cluster_name, error);
-  if (!hooks.cluster) error = "cluster presets are not available in this build";
+  cluster = hooks.cluster(cluster_name, error);
   if (!cluster) {
     err << "podsim collective: --cluster " << cluster_name << ": " << error << "\n";
     return 2;
+  }
+  std::vector<std::string> profile_notes;
+  if (vm.count("profile")) {
+    if (!hooks.profile(vm["profile"].as<std::string>(), *cluster, profile_notes, error)) {
+      err << "podsim collective: --profile: " << error << "\n";
+      return 2;
+    }
   }
   const auto op = hwmodels::parse_collective_op(vm["op"].as<std::string>());
   if (!op) {
@@ -163,7 +134,7 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
         << ": unknown (auto, ring, tree, hierarchical, nvls, direct)\n";
     return 2;
   }
-  const auto& parse = hooks.bytes ? hooks.bytes : builtin_bytes;
+  const auto& parse = hooks.bytes;
   auto bytes_of = [&](const char* option) -> std::optional<double> {
     std::string why;
     const std::optional<double> v = parse(vm[option].as<std::string>(), why);
@@ -198,6 +169,7 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     err << "podsim collective: internal error: " << e.what() << "\n";
     return 1;
   }
+  for (const std::string& note : profile_notes) err << "podsim collective: profile: " << note << "\n";
 
   if (vm.count("json")) {
     if (vm.count("sweep")) {
@@ -221,10 +193,6 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
       << "  algbw  " << fixed(r.algbw_bytes_per_s / 1e9, 2) << " GB/s\n"
       << "  busbw  " << fixed(r.busbw_bytes_per_s / 1e9, 2) << " GB/s\n";
   return 0;
-}
-
-int run_collective_command(int argc, char** argv) {
-  return run_collective_command(argc, argv, CollectiveCliHooks{}, std::cout, std::cerr);
 }
 
 }  // namespace podsim::cli

@@ -4,6 +4,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hwmodels/cluster_spec.h"
 
@@ -16,22 +17,22 @@ struct CollectiveCliHooks {
   std::function<std::optional<hwmodels::ClusterSpec>(const std::string& name, std::string& error)>
       cluster;
   /// "1GiB", "512MB", "8" -> bytes; on failure nullopt and `error` says why.
-  /// Unset: a built-in parser (integer or decimal, optional B/KB/MB/GB/TB or
-  /// KiB/MiB/GiB/TiB suffix).
   std::function<std::optional<double>(const std::string& text, std::string& error)> bytes;
+  /// --profile PATH: applies a calibration profile to the cluster (notes say
+  /// what changed); false and `error` when the profile cannot be read.
+  std::function<bool(const std::string& path, hwmodels::ClusterSpec& cluster,
+                     std::vector<std::string>& notes, std::string& error)>
+      profile;
 };
 
 /// `podsim collective --cluster PRESET [--op all_reduce] [--bytes 1GiB]
 /// [--gpus N] [--algo auto|ring|tree|hierarchical|nvls|direct] [--json]
-/// [--sweep [--min-bytes 8] [--max-bytes 8GiB]]`; argv[0] is "collective".
+/// [--sweep [--min-bytes 8] [--max-bytes 8GiB]] [--profile FILE]`; argv[0] is
+/// "collective". Every hook must be set.
 /// Prints time, algbw and busbw (nccl-tests definitions), or an nccl-tests
 /// style table with --sweep. Exit status: 0 ok, 2 bad input (message on
 /// `err`), 1 internal failure.
 int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hooks,
                            std::ostream& out, std::ostream& err);
-
-/// Same, on std::cout/std::cerr with default hooks (no presets: --cluster
-/// fails until main.cc wires the scenarios preset lookup).
-int run_collective_command(int argc, char** argv);
 
 }  // namespace podsim::cli

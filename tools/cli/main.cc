@@ -1,16 +1,96 @@
-// The podsim command line. Subcommands are added by the reader/CLI work.
+// The podsim command line: one binary, one subcommand per file in tools/cli/.
+// The only place that prints or chooses exit statuses; nothing escapes main.
+#include <exception>
 #include <iostream>
-#include <string_view>
+#include <new>
+#include <string>
+#include <vector>
 
-#include "tools/cli/calibrate.h"
+#include "scenarios/suggest.h"
+
+#ifndef PODSIM_VERSION
+#define PODSIM_VERSION "unknown"
+#endif
+#include "tools/cli/commands.h"
+
+namespace podsim::cli {
+namespace {
+
+// Adding a subcommand is one line here (plus its file and declaration).
+constexpr Subcommand kSubcommands[] = {
+    {"run", "simulate one training step of a scenario (default: Llama 3 405B on 16K H100)",
+     &run_command},
+    {"validate", "compare simulations with measured runs of a validation-case file",
+     &validate_command},
+    {"presets", "list the built-in model, GPU and cluster presets", &presets_command},
+    {"describe", "print every scenario key: type, unit, default, allowed values",
+     &describe_command},
+    {"collective", "simulate one NCCL-style collective on a cluster preset's fabric",
+     &collective_command},
+    {"calibrate", "measure this machine's GPU and write a calibration profile", &calibrate_command},
+};
+
+void print_usage(std::ostream& out) {
+  out << "usage: podsim <command> [options]\n\n"
+         "podsim simulates distributed training of transformers on GPU clusters.\n\n"
+         "Commands:\n";
+  size_t width = 0;
+  for (const Subcommand& command : kSubcommands) width = std::max(width, command.name.size());
+  for (const Subcommand& command : kSubcommands) {
+    out << "  " << command.name << std::string(width + 2 - command.name.size(), ' ')
+        << command.summary << "\n";
+  }
+  out << "\n'podsim <command> --help' shows a command's options.\n"
+         "Exit status: 0 ok, 1 internal error, 2 bad input (every problem on stderr), "
+         "3 no CUDA device,\n"
+         "4 calibrate: profile written but some benchmarks failed.\n";
+}
+
+int dispatch(const std::vector<std::string>& args, CommandIo& io) {
+  if (args.empty()) {
+    print_usage(io.err);
+    return kExitBadInput;
+  }
+  const std::string& name = args.front();
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(io.out);
+    return kExitOk;
+  }
+  if (name == "--version") {
+    io.out << "podsim " << PODSIM_VERSION << "\n";
+    return kExitOk;
+  }
+  for (const Subcommand& command : kSubcommands) {
+    if (command.name == name) {
+      return command.run(std::vector<std::string>(args.begin() + 1, args.end()), io);
+    }
+  }
+  std::vector<std::string> names;
+  for (const Subcommand& command : kSubcommands) names.emplace_back(command.name);
+  const std::string guess = scenarios::closest_match(name, names);
+  io.err << "podsim: unknown command " << scenarios::quote_for_message(name)
+         << (guess.empty() ? "" : " (did you mean '" + guess + "'?)") << "\n";
+  print_usage(io.err);
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace podsim::cli
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: podsim <run|validate|presets|describe|collective|calibrate> [options]\n";
-    return 2;
+  using podsim::cli::kExitInternal;
+  try {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    podsim::cli::CommandIo io{std::cout, std::cerr};
+    const int status = podsim::cli::dispatch(args, io);
+    std::cout.flush();
+    return status;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "podsim: out of memory\n";
+  } catch (const std::exception& error) {
+    std::cerr << "podsim: internal error: " << error.what() << "\n";
+  } catch (...) {
+    std::cerr << "podsim: internal error\n";
   }
-  if (std::string_view(argv[1]) == "calibrate")
-    return podsim::tools::run_calibrate_command(argc - 1, argv + 1);
-  std::cerr << "podsim: subcommands are not built yet\n";
-  return 2;
+  return kExitInternal;
 }

@@ -1,0 +1,681 @@
+#include "scenarios/reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "reader_test_util.h"
+#include "scenarios/validation.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using nlohmann::json;
+using testing::base_scenario;
+using testing::has_problem;
+using testing::problems_text;
+using testing::read;
+using testing::read_ok;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<Problem> problems_of(const json& scenario) {
+  const Result<ScenarioSpec> spec = read(scenario);
+  EXPECT_FALSE(spec.ok()) << scenario.dump();
+  return spec.problems();
+}
+
+TEST(Reader, BaseScenarioAndDefaults) {
+  const ScenarioSpec s = read_ok(base_scenario());
+  EXPECT_EQ(s.name, "base");
+  EXPECT_EQ(s.model.name, "llama3-8b");
+  EXPECT_EQ(s.model.kv_heads, 8);
+  EXPECT_EQ(s.model.head_dim, 128);  // = hidden / heads = 4096 / 32
+  EXPECT_EQ(s.cluster.nodes, 8);     // overridden
+  EXPECT_EQ(s.cluster.name, "dgx-h100-superpod");
+  EXPECT_EQ(s.gpus, 64);  // = dp*tp*pp*cp
+  EXPECT_EQ(s.training.micro_batch, 1);
+  EXPECT_EQ(s.training.precision, sim::NumberFormat::kBf16);
+  EXPECT_EQ(s.training.optimizer, strategies::Optimizer::kAdam);
+  EXPECT_EQ(s.plan.tp, 1);
+  EXPECT_EQ(s.plan.zero, 1);
+  EXPECT_EQ(s.plan.shard_group, 0);  // all of dp
+  EXPECT_EQ(s.plan.schedule, strategies::PipelineSchedule::kOneFOneB);
+  EXPECT_EQ(s.plan.virtual_stages, 1);
+  EXPECT_EQ(s.plan.context, strategies::ContextAlgorithm::kRing);
+  EXPECT_EQ(s.plan.recompute.mode, strategies::RecomputeMode::kNone);
+  const std::array<strategies::Dim, 5> order{strategies::Dim::kTp, strategies::Dim::kCp,
+                                             strategies::Dim::kEp, strategies::Dim::kDp,
+                                             strategies::Dim::kPp};
+  EXPECT_EQ(s.plan.order, order);
+  EXPECT_TRUE(s.options.overlap_dp);
+  EXPECT_FALSE(s.options.overlap_tp);
+  EXPECT_TRUE(s.options.overlap_pp);
+  EXPECT_TRUE(s.options.overlap_cp);
+  EXPECT_TRUE(s.options.flash_attention);
+  EXPECT_EQ(s.options.dp_bucket_params, 0);
+  EXPECT_EQ(s.options.fsdp_unit_layers, 1);
+  EXPECT_EQ(s.options.grad_format, sim::NumberFormat::kFp32);
+  EXPECT_FALSE(s.options.zero2_reduce_every_micro_batch.has_value());
+  EXPECT_EQ(s.mode, SimulationMode::kSymmetric);
+  EXPECT_TRUE(s.warnings.empty());
+}
+
+TEST(Reader, NestedOverridesMergeKeyByKey) {
+  json scenario = base_scenario();
+  scenario["cluster"] = {{"base", "dgx-h100-superpod"}, {"scale_out", {{"nics_per_node", 4}}}};
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.cluster.scale_out.nics_per_node, 4);
+  // The rest of scale_out and everything else of the preset stay.
+  EXPECT_DOUBLE_EQ(s.cluster.scale_out.nic_bw_bytes_per_s, 50e9);
+  EXPECT_TRUE(s.cluster.scale_out.rail_optimized);
+  ASSERT_EQ(s.cluster.scale_out.tiers.size(), 2u);
+  EXPECT_EQ(s.cluster.scale_out.tiers[0].name, "leaf");
+  EXPECT_EQ(s.cluster.nodes, 128);
+  EXPECT_DOUBLE_EQ(s.cluster.scale_up.bw_bytes_per_s, 450e9);
+}
+
+TEST(Reader, GpuOverrideInsideAClusterPresetKeepsTheGpuPreset) {
+  json scenario = base_scenario();
+  scenario["cluster"]["gpu"] = {{"hbm", {{"capacity", "96 GiB"}}}};
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_capacity_bytes, 96 * kGiB);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_bw_bytes_per_s, 3.35e12);  // still the H100's
+  EXPECT_EQ(s.cluster.gpu.name, "h100-sxm-80g");
+  EXPECT_EQ(s.cluster.gpu.sms, 132);
+}
+
+TEST(Reader, GpuReplacedByNameOrByANewBase) {
+  json scenario = base_scenario();
+  scenario["cluster"]["gpu"] = "h200-sxm-141g";
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.hbm_capacity_bytes, 141 * kGiB);
+  scenario["cluster"]["gpu"] = {{"base", "b200"}, {"sms", 100}};
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.cluster.gpu.name, "b200");
+  EXPECT_EQ(s.cluster.gpu.sms, 100);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak(sim::NumberFormat::kBf16), 2250e12);
+}
+
+TEST(Reader, ArraysReplaceThePresetsArray) {
+  json scenario = base_scenario();
+  scenario["cluster"]["scale_out"] = {
+      {"tiers", json::array({{{"name", "only"}, {"oversubscription", 2}}})}};
+  const ScenarioSpec s = read_ok(scenario);
+  ASSERT_EQ(s.cluster.scale_out.tiers.size(), 1u);
+  EXPECT_EQ(s.cluster.scale_out.tiers[0].name, "only");
+  EXPECT_EQ(s.cluster.scale_out.tiers[0].nodes, 0);
+  EXPECT_EQ(s.cluster.scale_out.tiers[0].oversubscription, 2.0);
+}
+
+TEST(Reader, ModelBaseWithOverrides) {
+  json scenario = base_scenario();
+  scenario["model"] = {{"base", "llama3-8b"}, {"layers", 16}, {"name", "half llama"}};
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.model.layers, 16);
+  EXPECT_EQ(s.model.hidden, 4096);
+  EXPECT_EQ(s.model.name, "half llama");
+}
+
+TEST(Reader, FullObjectFormsWithNumbersAndUnitStrings) {
+  json scenario = base_scenario();
+  scenario["model"] = {{"layers", 4},         {"hidden", 1024},         {"ffn_hidden", 4096},
+                       {"heads", 16},         {"vocab", 32000},         {"mlp", "gelu"},
+                       {"norm", "layernorm"}, {"tied_embeddings", true}};
+  scenario["cluster"] = {
+      {"gpu",
+       {{"peak_flops", {{"bf16", 1e15}, {"fp32", "50 TFLOP/s"}}},
+        {"hbm", {{"capacity", 100e9}, {"bandwidth", "4 TB/s"}}},
+        {"l2", {{"capacity", "64 MiB"}, {"bandwidth", 10e12}}},
+        {"sms", 100},
+        {"clock", "2 GHz"},
+        {"launch_overhead", "3 us"}}},
+      {"nodes", 2},
+      {"gpus_per_node", 4},
+      {"scale_up", {{"bandwidth", "200 GB/s"}, {"latency", 1e-6}, {"efficiency", 0.5}}},
+      {"scale_out", {{"nic_bandwidth", "100 Gb/s"}}},
+      {"price_per_gpu_hour", 2.5}};
+  scenario["parallelism"] = {{"dp", 8}};
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.model.name, "custom");
+  EXPECT_EQ(s.model.kv_heads, 16);  // defaults to heads
+  EXPECT_EQ(s.model.head_dim, 64);
+  EXPECT_EQ(s.model.mlp, strategies::MlpKind::kGelu);
+  EXPECT_EQ(s.model.norm, strategies::NormKind::kLayerNorm);
+  EXPECT_TRUE(s.model.tied_embeddings);
+  EXPECT_EQ(s.cluster.name, "custom");
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak(sim::NumberFormat::kBf16), 1e15);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak(sim::NumberFormat::kFp32), 50e12);
+  EXPECT_EQ(s.cluster.gpu.peak(sim::NumberFormat::kFp8), 0);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_bw_bytes_per_s, 4e12);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.l2_capacity_bytes, 64.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.clock_hz, 2e9);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.launch_overhead_s, 3e-6);
+  EXPECT_EQ(s.cluster.scale_up.domain, 4);  // defaults to gpus_per_node
+  EXPECT_EQ(s.cluster.scale_up.efficiency, 0.5);
+  EXPECT_EQ(s.cluster.scale_out.efficiency, 1.0);   // line rate unless given
+  EXPECT_EQ(s.cluster.scale_out.nics_per_node, 4);  // defaults to gpus_per_node
+  EXPECT_DOUBLE_EQ(s.cluster.scale_out.nic_bw_bytes_per_s, 12.5e9);
+  ASSERT_EQ(s.cluster.scale_out.tiers.size(), 1u);  // one non-blocking tier
+  EXPECT_EQ(s.cluster.scale_out.tiers[0].nodes, 0);
+  ASSERT_TRUE(s.cluster.price_per_gpu_hour.has_value());
+  EXPECT_DOUBLE_EQ(*s.cluster.price_per_gpu_hour, 2.5);
+}
+
+TEST(Reader, PlanKeys) {
+  json scenario = base_scenario();
+  scenario["model"] = "llama3-70b";
+  scenario["cluster"]["nodes"] = 128;
+  scenario["training"] = {{"seq_len", 8192},
+                          {"global_batch", 64},
+                          {"micro_batch", 2},
+                          {"precision", "fp8"},
+                          {"optimizer", "sgd"}};
+  scenario["parallelism"] = {
+      {"dp", 4},
+      {"tp", 8},
+      {"pp", 4},
+      {"cp", 2},
+      {"sequence_parallel", true},
+      {"zero", 3},
+      {"shard_group", 2},
+      {"pipeline", {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 5}}},
+      {"context", {{"algorithm", "all_gather"}}},
+      {"recompute", {{"every", 4}}},
+      {"order", "tp-cp-ep-pp-dp"}};
+  scenario["options"] = {{"overlap", {{"tp", true}, {"dp", false}}},
+                         {"flash_attention", true},
+                         {"simulation", "every_rank"},
+                         {"dp_bucket_params", 50000000},
+                         {"fsdp_unit_layers", 2},
+                         {"grad_format", "bf16"},
+                         {"zero2_reduce_every_micro_batch", false}};
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.gpus, 256);
+  EXPECT_EQ(s.training.micro_batch, 2);
+  EXPECT_EQ(s.training.precision, sim::NumberFormat::kFp8);
+  EXPECT_EQ(s.training.optimizer, strategies::Optimizer::kSgd);
+  EXPECT_TRUE(s.plan.sequence_parallel);
+  EXPECT_EQ(s.plan.zero, 3);
+  EXPECT_EQ(s.plan.shard_group, 2);
+  EXPECT_EQ(s.plan.schedule, strategies::PipelineSchedule::kInterleavedOneFOneB);
+  EXPECT_EQ(s.plan.virtual_stages, 5);
+  EXPECT_EQ(s.plan.context, strategies::ContextAlgorithm::kAllGather);
+  EXPECT_EQ(s.plan.recompute.mode, strategies::RecomputeMode::kEvery);
+  EXPECT_EQ(s.plan.recompute.every_layers, 4);
+  EXPECT_EQ(s.plan.order[3], strategies::Dim::kPp);
+  EXPECT_EQ(s.plan.order[4], strategies::Dim::kDp);
+  EXPECT_TRUE(s.options.overlap_tp);
+  EXPECT_FALSE(s.options.overlap_dp);
+  EXPECT_TRUE(s.options.overlap_pp);
+  EXPECT_TRUE(s.options.flash_attention);
+  EXPECT_EQ(s.options.dp_bucket_params, 50000000);
+  EXPECT_EQ(s.options.fsdp_unit_layers, 2);
+  EXPECT_EQ(s.options.grad_format, sim::NumberFormat::kBf16);
+  EXPECT_EQ(s.options.zero2_reduce_every_micro_batch, std::optional<bool>(false));
+  EXPECT_EQ(s.mode, SimulationMode::kEveryRank);
+  for (const char* mode : {"selective", "full", "none"}) {
+    scenario["parallelism"]["recompute"] = mode;
+    const strategies::RecomputeMode expected =
+        std::string(mode) == "selective" ? strategies::RecomputeMode::kSelective
+        : std::string(mode) == "full"    ? strategies::RecomputeMode::kFull
+                                         : strategies::RecomputeMode::kNone;
+    EXPECT_EQ(read_ok(scenario).plan.recompute.mode, expected) << mode;
+  }
+}
+
+TEST(Reader, EveryProblemOfAFileAtOnce) {
+  json scenario = base_scenario();
+  scenario["modle"] = 1;
+  scenario["training"]["seq_len"] = "long";
+  scenario["training"]["precision"] = "bf61";
+  scenario["parallelism"]["zero"] = 7;
+  scenario["cluster"]["scale_out"] = {{"nic_bandwidth", "400 GB"}};
+  const std::vector<Problem> problems = problems_of(scenario);
+  EXPECT_TRUE(has_problem(problems, "/modle", "unknown key"));
+  EXPECT_TRUE(has_problem(problems, "/training/seq_len", "expected an integer"));
+  EXPECT_TRUE(has_problem(problems, "/training/precision", "did you mean 'bf16'"));
+  EXPECT_TRUE(has_problem(problems, "/parallelism/zero", "out of range"));
+  EXPECT_TRUE(has_problem(problems, "/cluster/scale_out/nic_bandwidth",
+                          "'400 GB' is a size, expected a bandwidth like '400 Gb/s'"));
+  EXPECT_EQ(problems.size(), 5u) << problems_text(problems);
+}
+
+TEST(Reader, DidYouMean) {
+  json scenario = base_scenario();
+  scenario["parallelism"]["sequence_paralel"] = true;
+  scenario["model"] = "lama3-70b";
+  scenario["cluster"]["base"] = "llama3-24";
+  scenario["parallelism"]["pipeline"] = {{"schedule", "interleaved"}};
+  const std::vector<Problem> problems = problems_of(scenario);
+  EXPECT_TRUE(
+      has_problem(problems, "/parallelism/sequence_paralel", "did you mean 'sequence_parallel'"));
+  EXPECT_TRUE(has_problem(problems, "/model", "unknown model preset 'lama3-70b'"));
+  EXPECT_TRUE(has_problem(problems, "/model", "did you mean 'llama3-70b'"));
+  EXPECT_TRUE(has_problem(problems, "/cluster/base", "did you mean 'llama3-24k'"));
+  EXPECT_TRUE(
+      has_problem(problems, "/parallelism/pipeline/schedule", "did you mean 'interleaved_1f1b'"));
+}
+
+TEST(Reader, BaseIsOnlyAllowedWherePresetsAre) {
+  json scenario = base_scenario();
+  scenario["training"]["base"] = "llama3-8b";
+  EXPECT_TRUE(has_problem(problems_of(scenario), "/training/base", "unknown key"));
+}
+
+struct CrossCheck {
+  const char* name;
+  std::function<void(json&)> mutate;
+  const char* path;
+  const char* fragment;
+};
+
+TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
+  const CrossCheck checks[] = {
+      {"product", [](json& s) { s["gpus"] = 60; }, "/gpus", "set gpus to 64"},
+      {"fits",
+       [](json& s) {
+         s["parallelism"]["dp"] = 72;
+         s["training"]["global_batch"] = 576;
+       },
+       "/parallelism", "at least 9 nodes"},
+      {"tp heads",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 8}, {"tp", 3}};
+       },
+       "/parallelism/tp", "does not divide heads=32"},
+      {"tp kv",
+       [](json& s) {
+         s["model"] = {{"base", "llama3-8b"}, {"heads", 48}, {"kv_heads", 8}, {"head_dim", 128}};
+         s["parallelism"] = {{"dp", 4}, {"tp", 12}};
+         s["cluster"]["nodes"] = 6;
+         s["training"]["global_batch"] = 512;
+       },
+       "/parallelism/tp", "neither divides the other"},
+      {"tp ffn",
+       [](json& s) {
+         s["model"] = {{"base", "llama3-8b"}, {"ffn_hidden", 14337}};
+         s["parallelism"] = {{"dp", 8}, {"tp", 8}};
+       },
+       "/parallelism/tp", "does not divide ffn_hidden=14337"},
+      {"head dim",
+       [](json& s) {
+         s["model"] = {{"base", "llama3-8b"}, {"heads", 24}, {"kv_heads", 8}};
+       },
+       "/model/heads", "give /model/head_dim"},
+      {"kv divides",
+       [](json& s) {
+         s["model"] = {{"base", "llama3-8b"}, {"kv_heads", 12}};
+       },
+       "/model/kv_heads", "does not divide heads=32"},
+      {"pp",
+       [](json& s) {
+         s["parallelism"] = {{"pp", 64}};
+         s["training"]["global_batch"] = 8;
+       },
+       "/parallelism/pp", "use pp <= 32"},
+      {"virtual",
+       [](json& s) {
+         s["parallelism"] = {
+             {"dp", 16},
+             {"pp", 4},
+             {"pipeline", {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 9}}}};
+       },
+       "/parallelism/pipeline/virtual_stages", "use virtual_stages <= 8"},
+      {"batch", [](json& s) { s["training"]["global_batch"] = 1000; }, "/training/global_batch",
+       "use global_batch 960 or 1024"},
+      {"micro batch", [](json& s) { s["training"]["micro_batch"] = 3; }, "/training/global_batch",
+       "dp*micro_batch = 64*3 = 192"},
+      {"ring",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"cp", 4}};
+         s["training"]["seq_len"] = 4100;
+       },
+       "/training/seq_len", "use seq_len 4096 or 4104"},
+      {"all_gather",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"cp", 3}, {"context", {{"algorithm", "all_gather"}}}};
+         s["training"]["seq_len"] = 4096;
+         s["training"]["global_batch"] = 512;
+         s["cluster"]["nodes"] = 6;
+       },
+       "/training/seq_len", "not divisible by 2*cp = 6"},
+      {"ulysses seq",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"cp", 4}, {"context", {{"algorithm", "ulysses"}}}};
+         s["training"]["seq_len"] = 4098;
+       },
+       "/training/seq_len", "not divisible by cp=4"},
+      {"cp flash",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"cp", 4}};
+         s["options"] = {{"flash_attention", false}};
+       },
+       "/options/flash_attention", "needs flash attention"},
+      {"interleaved groups",
+       [](json& s) {
+         s["parallelism"] = {
+             {"dp", 16},
+             {"pp", 4},
+             {"pipeline", {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 2}}}};
+         s["training"]["global_batch"] = 96;
+       },
+       "/training/global_batch", "groups of pp=4"},
+      {"ulysses heads",
+       [](json& s) {
+         s["parallelism"] = {
+             {"dp", 1}, {"tp", 4}, {"cp", 16}, {"context", {{"algorithm", "ulysses"}}}};
+       },
+       "/parallelism/cp", "heads/tp = 8"},
+      {"sequence parallel",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 8}, {"tp", 8}, {"sequence_parallel", true}};
+         s["training"]["seq_len"] = 4100;
+       },
+       "/training/seq_len", "multiple of cp*tp = 8"},
+      {"ep moe", [](json& s) { s["parallelism"]["ep"] = 2; }, "/parallelism/ep",
+       "needs a mixture-of-experts model"},
+      {"ep experts",
+       [](json& s) {
+         s["model"] = "mixtral-8x7b";
+         s["parallelism"]["ep"] = 16;
+       },
+       "/parallelism/ep", "does not divide experts=8"},
+      {"ep dp cp",
+       [](json& s) {
+         s["model"] = {{"base", "mixtral-8x7b"}, {"moe", {{"experts", 64}}}};
+         s["parallelism"] = {{"dp", 4}, {"tp", 8}, {"ep", 8}};
+         s["cluster"]["nodes"] = 4;
+         s["training"]["global_batch"] = 512;
+       },
+       "/parallelism/ep", "does not divide dp*cp = 4"},
+      {"top k",
+       [](json& s) {
+         s["model"] = {{"base", "mixtral-8x7b"}, {"moe", {{"top_k", 9}}}};
+       },
+       "/model/moe/top_k", "exceeds experts=8"},
+      {"shard group",
+       [](json& s) {
+         s["parallelism"]["zero"] = 3;
+         s["parallelism"]["shard_group"] = 48;
+       },
+       "/parallelism/shard_group", "does not divide dp*cp = 64"},
+      {"shard group zero",
+       [](json& s) {
+         s["parallelism"]["zero"] = 0;
+         s["parallelism"]["shard_group"] = 8;
+       },
+       "/parallelism/shard_group", "set /parallelism/zero to 3"},
+      {"every",
+       [](json& s) {
+         s["parallelism"]["recompute"] = {{"every", 33}};
+       },
+       "/parallelism/recompute/every", "1 <= C <= 32"},
+      {"order", [](json& s) { s["parallelism"]["order"] = "tp-cp-ep-dp-dp"; }, "/parallelism/order",
+       "dp appears twice"},
+      {"order unknown", [](json& s) { s["parallelism"]["order"] = "tp-cp-ep-dq-pp"; },
+       "/parallelism/order", "did you mean 'dp'"},
+      {"fp8",
+       [](json& s) {
+         s["cluster"]["gpu"] = "a100-sxm-80g";
+         s["training"]["precision"] = "fp8";
+       },
+       "/cluster/gpu/peak_flops/fp8", "no fp8 rate"},
+      {"tier order",
+       [](json& s) {
+         s["cluster"]["scale_out"] = {
+             {"tiers",
+              {{{"name", "a"}, {"nodes", 32}}, {{"name", "b"}, {"nodes", 16}}, {{"name", "c"}}}}};
+       },
+       "/cluster/scale_out/tiers/1/nodes", "not more than the tier below"},
+      {"tier multiple",
+       [](json& s) {
+         s["cluster"]["scale_out"] = {
+             {"tiers",
+              {{{"name", "a"}, {"nodes", 20}}, {{"name", "b"}, {"nodes", 150}}, {{"name", "c"}}}}};
+       },
+       "/cluster/scale_out/tiers/1/nodes", "use 140 or 160"},
+      {"tier span",
+       [](json& s) {
+         s["cluster"]["scale_out"] = {{"tiers", {{{"name", "a"}, {"nodes", 4}}}}};
+       },
+       "/cluster/scale_out/tiers/0/nodes", "the cluster has 8"},
+      {"domain",
+       [](json& s) {
+         s["cluster"]["scale_up"] = {{"domain", 12}};
+       },
+       "/cluster/scale_up/domain", "neither divides nor is a multiple of gpus_per_node=8"},
+      {"scale out",
+       [](json& s) {
+         s["cluster"] = {{"gpu", "h100-sxm-80g"},
+                         {"nodes", 8},
+                         {"gpus_per_node", 8},
+                         {"scale_up", {{"bandwidth", "450 GB/s"}}}};
+       },
+       "/cluster/scale_out", "required when the cluster has more than one node"},
+  };
+  for (const CrossCheck& check : checks) {
+    json scenario = base_scenario();
+    check.mutate(scenario);
+    const Result<ScenarioSpec> spec = read(scenario);
+    ASSERT_FALSE(spec.ok()) << check.name;
+    EXPECT_TRUE(has_problem(spec.problems(), check.path, check.fragment))
+        << check.name << ":\n"
+        << problems_text(spec.problems());
+  }
+}
+
+TEST(Reader, AcceptedEdgeCasesOfTheChecks) {
+  // kv_heads divides tp: each KV head is replicated on tp/kv_heads ranks (Megatron GQA).
+  json scenario = base_scenario();
+  scenario["parallelism"] = {{"dp", 4}, {"tp", 16}};
+  EXPECT_EQ(read_ok(scenario).plan.tp, 16);
+  // head_dim given: hidden need not be divisible by heads.
+  scenario = base_scenario();
+  scenario["model"] = {{"base", "llama3-8b"}, {"heads", 24}, {"kv_heads", 8}, {"head_dim", 128}};
+  EXPECT_EQ(read_ok(scenario).model.head_dim, 128);
+  // Ulysses with fewer KV heads per TP rank than cp replicates them.
+  scenario = base_scenario();
+  scenario["parallelism"] = {
+      {"dp", 2}, {"tp", 4}, {"cp", 8}, {"context", {{"algorithm", "ulysses"}}}};
+  EXPECT_EQ(read_ok(scenario).plan.context, strategies::ContextAlgorithm::kUlysses);
+  // A multi-node scale-up domain (NVL72-like) is a whole number of nodes.
+  scenario = base_scenario();
+  scenario["cluster"]["scale_up"] = {{"domain", 16}};
+  EXPECT_EQ(read_ok(scenario).cluster.scale_up.domain, 16);
+}
+
+TEST(Reader, WarningsForUnusualButValidPlans) {
+  json scenario = base_scenario();
+  scenario["parallelism"] = {
+      {"dp", 2},
+      {"tp", 16},
+      {"pp", 2},
+      {"sequence_parallel", true},
+      {"pipeline", {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 3}}}};
+  const ScenarioSpec s = read_ok(scenario);
+  std::string all;
+  for (const std::string& w : s.warnings) all += w + "\n";
+  EXPECT_NE(all.find("spans more than one scale-up domain"), std::string::npos) << all;
+  EXPECT_NE(all.find("stages are uneven"), std::string::npos) << all;  // 32 layers, 6 chunks
+}
+
+TEST(Reader, DefaultScenarioIsThePublishedLlama3Case) {
+  const Result<ScenarioSpec> fallback = read_default_scenario();
+  ASSERT_TRUE(fallback.ok()) << problems_text(fallback.problems());
+  const ScenarioSpec& d = fallback.value();
+  const Result<std::vector<ValidationCase>> cases =
+      read_validation_file(testing::source_path("validation/published.json"));
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  const ValidationCase* published = nullptr;
+  for (const ValidationCase& c : cases.value()) {
+    if (c.id == "llama3_405b_t4_16384gpu_seq8192") published = &c;
+  }
+  ASSERT_NE(published, nullptr);
+  ASSERT_TRUE(published->scenario.has_value());
+  const ScenarioSpec& p = *published->scenario;
+  EXPECT_EQ(d.name, p.name);
+  // The model: preset llama3-405b with the paper's vocabulary.
+  EXPECT_EQ(d.model.name, "llama3-405b");
+  EXPECT_EQ(d.model.vocab, 128000);
+  for (const auto& [a, b] : {std::pair{d.model.layers, p.model.layers},
+                             {d.model.hidden, p.model.hidden},
+                             {d.model.ffn_hidden, p.model.ffn_hidden},
+                             {d.model.heads, p.model.heads},
+                             {d.model.kv_heads, p.model.kv_heads},
+                             {d.model.head_dim, p.model.head_dim},
+                             {d.model.vocab, p.model.vocab}}) {
+    EXPECT_EQ(a, b);
+  }
+  EXPECT_EQ(d.model.mlp, p.model.mlp);
+  EXPECT_EQ(d.model.norm, p.model.norm);
+  EXPECT_EQ(d.model.tied_embeddings, p.model.tied_embeddings);
+  EXPECT_EQ(d.cluster.name, "llama3-24k");
+  EXPECT_EQ(d.cluster.nodes, p.cluster.nodes);
+  EXPECT_EQ(d.gpus, 16384);
+  EXPECT_EQ(d.training.seq_len, 8192);
+  EXPECT_EQ(d.training.global_batch, 2048);
+  EXPECT_EQ(d.training.micro_batch, p.training.micro_batch);
+  EXPECT_EQ(d.plan.tp, 8);
+  EXPECT_EQ(d.plan.cp, 1);
+  EXPECT_EQ(d.plan.pp, 16);
+  EXPECT_EQ(d.plan.dp, 128);
+  EXPECT_EQ(d.plan.virtual_stages, 2);
+  EXPECT_EQ(d.plan.schedule, strategies::PipelineSchedule::kInterleavedOneFOneB);
+  EXPECT_TRUE(d.plan.sequence_parallel);
+  EXPECT_EQ(d.plan.zero, 2);
+  EXPECT_EQ(d.plan.recompute.mode, strategies::RecomputeMode::kNone);
+  EXPECT_EQ(d.plan.order, p.plan.order);
+  EXPECT_EQ(d.plan.order[3], strategies::Dim::kPp);
+  EXPECT_EQ(d.options.flash_attention, p.options.flash_attention);
+  EXPECT_EQ(d.options.overlap_dp, p.options.overlap_dp);
+  // 126 layers on 16 stages x 2 chunks is uneven, as Meta ran it.
+  EXPECT_EQ(d.warnings, p.warnings);
+  ASSERT_FALSE(d.warnings.empty());
+}
+
+TEST(Reader, EveryExampleReads) {
+  size_t examples = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(testing::source_path("scenarios/examples"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++examples;
+    const Result<ScenarioSpec> spec = read_scenario_file(entry.path().string());
+    EXPECT_TRUE(spec.ok()) << entry.path() << "\n" << problems_text(spec.problems());
+  }
+  EXPECT_GE(examples, 6u);
+}
+
+TEST(Reader, FileNameIsTheDefaultName) {
+  const std::string path = testing::source_path("scenarios/examples/llama3-8b-dp.json");
+  json scenario = json::parse(testing::read_file(path));
+  ASSERT_TRUE(scenario.contains("name"));
+  scenario.erase("name");
+  const std::string copy = ::testing::TempDir() + "/my-scenario.json";
+  {
+    std::ofstream out(copy);
+    out << scenario.dump();
+  }
+  const Result<ScenarioSpec> spec = read_scenario_file(copy);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec.value().name, "my-scenario");
+}
+
+TEST(Reader, HostileInputsFailCleanly) {
+  const std::string deep =
+      "{\"model\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const Result<ScenarioSpec> nested = read_scenario_text(deep);
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.problems().front().message.find("nesting deeper"), std::string::npos);
+
+  json scenario = base_scenario();
+  scenario["name"] = std::string(10'000'000, 'x');
+  const Result<ScenarioSpec> huge = read(scenario);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_TRUE(has_problem(huge.problems(), "/name", "too long"));
+  // The message does not echo the 10 MB string.
+  EXPECT_LT(huge.problems().front().to_string().size(), 200u);
+
+  scenario = base_scenario();
+  scenario[std::string(100000, 'k')] = 1;
+  const Result<ScenarioSpec> long_key = read(scenario);
+  ASSERT_FALSE(long_key.ok());
+  EXPECT_LT(long_key.problems().front().message.size(), 200u);
+
+  for (const double absurd : {1e18, 1e300, -1.0, 0.0, 0.5}) {
+    scenario = base_scenario();
+    scenario["model"] = {{"base", "llama3-8b"}, {"layers", absurd}};
+    EXPECT_TRUE(has_problem(problems_of(scenario), "/model/layers", "")) << absurd;
+  }
+}
+
+TEST(Reader, ClusterAlone) {
+  const Result<hwmodels::ClusterSpec> meta = read_cluster_json(json("llama3-24k"));
+  ASSERT_TRUE(meta.ok()) << problems_text(meta.problems());
+  EXPECT_EQ(meta.value().total_gpus(), 24576);
+  EXPECT_EQ(meta.value().name, "llama3-24k");
+  const Result<hwmodels::ClusterSpec> merged =
+      read_cluster_json({{"base", "dgx-h100-superpod"}, {"nodes", 4}, {"gpu", "b200"}});
+  ASSERT_TRUE(merged.ok()) << problems_text(merged.problems());
+  EXPECT_EQ(merged.value().nodes, 4);
+  EXPECT_EQ(merged.value().gpu.name, "b200");
+  const Result<hwmodels::ClusterSpec> bad = read_cluster_json(json("llama-24k"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(has_problem(bad.problems(), "/cluster", "did you mean 'llama3-24k'"));
+}
+
+TEST(Validation, PublishedFileLoadsEveryCase) {
+  const Result<std::vector<ValidationCase>> cases =
+      read_validation_file(testing::source_path("validation/published.json"));
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  ASSERT_EQ(cases.value().size(), 24u);
+  for (const ValidationCase& c : cases.value()) {
+    EXPECT_TRUE(c.problems.empty()) << c.id << "\n" << problems_text(c.problems);
+    EXPECT_TRUE(c.scenario.has_value()) << c.id;
+  }
+  const ValidationCase& first = cases.value().front();
+  EXPECT_EQ(first.id, "megatron_sc21_t1_1p7B");
+  ASSERT_TRUE(first.measured.step_time_s.has_value());
+  EXPECT_DOUBLE_EQ(*first.measured.step_time_s, 3.528);
+  EXPECT_FALSE(first.measured.mfu.has_value());
+  EXPECT_EQ(first.scenario->name.rfind("Megatron SC21", 0), 0u);
+}
+
+TEST(Validation, ABadCaseKeepsItsProblemsAndTheOthersLoad) {
+  json file;
+  for (int i = 0; i < 4; ++i) {
+    json scenario = base_scenario();
+    if (i == 3) scenario["parallelism"]["tp"] = 6;
+    file["cases"].push_back({{"id", "case" + std::to_string(i)},
+                             {"scenario", scenario},
+                             {"measured", {{"step_time_s", 1.5}}}});
+  }
+  file["cases"][1]["measured"]["mfu"] = 1.5;  // out of range
+  file["cases"][2]["id"] = "case0";           // duplicate
+  const Result<std::vector<ValidationCase>> cases = read_validation_text(file.dump());
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  ASSERT_EQ(cases.value().size(), 4u);
+  EXPECT_TRUE(cases.value()[0].scenario.has_value());
+  EXPECT_TRUE(has_problem(cases.value()[1].problems, "/cases/1/measured/mfu", "out of range"));
+  EXPECT_TRUE(has_problem(cases.value()[2].problems, "/cases/2/id", "duplicate id"));
+  EXPECT_TRUE(has_problem(cases.value()[3].problems, "/cases/3/scenario/parallelism/tp",
+                          "does not divide heads=32"));
+  EXPECT_FALSE(cases.value()[3].scenario.has_value());
+  EXPECT_EQ(cases.value()[0].scenario->name, "base");
+  // A case's scenario without a name is named by its id.
+  file["cases"][0]["scenario"].erase("name");
+  EXPECT_EQ(read_validation_text(file.dump()).value()[0].scenario->name, "case0");
+}
+
+TEST(Validation, FileLevelProblemsFailTheRead) {
+  EXPECT_TRUE(
+      has_problem(read_validation_text(R"({"cases": []})").problems(), "/cases", "0 elements"));
+  EXPECT_TRUE(has_problem(read_validation_text(R"({"case": []})").problems(), "/case",
+                          "did you mean 'cases'"));
+  EXPECT_TRUE(has_problem(read_validation_text(R"({})").problems(), "/cases", "missing"));
+  EXPECT_FALSE(read_validation_text("[]").ok());
+  EXPECT_FALSE(read_validation_text("").ok());
+}
+
+}  // namespace
+}  // namespace podsim::scenarios

@@ -1,0 +1,262 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "run_binary.h"
+#include "scenarios/schema.h"
+#include "tests/scenarios/malformed_corpus.h"
+
+namespace podsim::tools_test {
+namespace {
+
+using nlohmann::json;
+
+std::string source(const std::string& relative) {
+  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
+
+std::string write_temp(const std::string& name, const std::string& content) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  return path;
+}
+
+TEST(Cli, TopLevelHelpAndErrors) {
+  const RunResult help = run_podsim({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* command : {"run", "validate", "presets", "describe"}) {
+    EXPECT_NE(help.out.find("  " + std::string(command) + " "), std::string::npos) << command;
+  }
+  const RunResult none = run_podsim({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("usage: podsim"), std::string::npos);
+  const RunResult typo = run_podsim({"rnu"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'run'"), std::string::npos) << typo.err;
+}
+
+TEST(Cli, EverySubcommandHasHelpAndRejectsUnknownOptions) {
+  for (const std::string command : {"run", "validate", "presets", "describe"}) {
+    const RunResult help = run_podsim({command, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_EQ(help.out.rfind("usage: podsim " + command, 0), 0u) << help.out;
+    EXPECT_NE(help.out.find("--help"), std::string::npos);
+    const RunResult bad = run_podsim({command, "--bogus"});
+    EXPECT_EQ(bad.exit_code, 2) << command;
+    EXPECT_NE(bad.err.find("--bogus"), std::string::npos) << bad.err;
+    EXPECT_FALSE(looks_like_a_crash(bad.err)) << bad.err;
+  }
+  const RunResult two_files = run_podsim({"run", "a.json", "b.json"});
+  EXPECT_EQ(two_files.exit_code, 2);
+  const RunResult no_file = run_podsim({"validate"});
+  EXPECT_EQ(no_file.exit_code, 2);
+}
+
+TEST(Cli, PresetsAndDescribeAreByteIdenticalAcrossRuns) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"presets"},
+                                               {"presets", "--json"},
+                                               {"describe"},
+                                               {"describe", "--json"}}) {
+    const RunResult first = run_podsim(args);
+    const RunResult second = run_podsim(args);
+    EXPECT_EQ(first.exit_code, 0) << args.front();
+    EXPECT_FALSE(first.out.empty());
+    EXPECT_EQ(first.out, second.out) << args.front();
+  }
+  const json presets = json::parse(run_podsim({"presets", "--json"}).out);
+  EXPECT_EQ(presets["gpus"]["h100-sxm-80g"]["peak_flops"]["bf16"], "989.4 TFLOP/s");
+  EXPECT_TRUE(presets["clusters"]["llama3-24k"].contains("source"));
+  const std::string describe = run_podsim({"describe"}).out;
+  for (const scenarios::KeyDecl& decl : scenarios::scenario_keys()) {
+    if (decl.path.empty()) continue;
+    std::string needle = "\n";  // appended, not "a" + b + "c": GCC 12 warns falsely (-Wrestrict)
+    needle += decl.path;
+    needle += ' ';
+    EXPECT_NE(describe.find(needle), std::string::npos) << decl.path;
+  }
+}
+
+TEST(Cli, MalformedScenariosExitTwoNamingThePath) {
+  const std::vector<testing_corpus::Expectation> expectations = testing_corpus::malformed_corpus();
+  ASSERT_GE(expectations.size(), 30u);
+  for (const testing_corpus::Expectation& e : expectations) {
+    const std::string file = testing_corpus::malformed_dir() + e.file;
+    const RunResult r = run_podsim({"run", file}, 20);
+    EXPECT_FALSE(r.timed_out) << e.file;
+    EXPECT_EQ(r.signal, 0) << e.file;
+    EXPECT_EQ(r.exit_code, 2) << e.file << "\n" << r.err;
+    EXPECT_NE(r.err.find("podsim: " + file + ": " + e.path + ": "), std::string::npos)
+        << e.file << " should name " << e.path << ":\n"
+        << r.err;
+    EXPECT_NE(r.err.find(e.fragment), std::string::npos) << e.file << "\n" << r.err;
+    EXPECT_FALSE(looks_like_a_crash(r.err)) << e.file << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << e.file;
+    // One problem per line, each in the documented form.
+    std::istringstream lines(r.err);
+    std::string line;
+    while (std::getline(lines, line)) {
+      EXPECT_EQ(line.rfind("podsim: " + file + ": /", 0), 0u) << line;
+    }
+  }
+}
+
+TEST(Cli, HostileFilesGeneratedHere) {
+  const std::string deep = write_temp(
+      "deep.json", "{\"model\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  RunResult r = run_podsim({"run", deep}, 20);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(": /model/0/0/0/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nesting deeper than"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 1000u);
+  EXPECT_FALSE(looks_like_a_crash(r.err)) << r.err;
+
+  const std::string huge = write_temp("huge.json", std::string((64u << 20) + 10, ' '));
+  r = run_podsim({"run", huge}, 20);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("larger than 64 MiB"), std::string::npos) << r.err;
+  std::filesystem::remove(huge);
+
+  const std::string long_string =
+      write_temp("long_string.json", "{\"name\": \"" + std::string(20u << 20, 'x') + "\"}");
+  r = run_podsim({"run", long_string}, 20);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(": /name: string of"), std::string::npos) << r.err.substr(0, 500);
+  EXPECT_LT(r.err.size(), 2000u);
+  std::filesystem::remove(long_string);
+
+  r = run_podsim({"run", "/nonexistent/scenario.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+  r = run_podsim({"run", PODSIM_SOURCE_DIR});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("directory"), std::string::npos) << r.err;
+}
+
+TEST(Cli, DefaultScenarioRunsTwiceByteIdentical) {
+  const RunResult first = run_podsim({"run", "--json"}, 120);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const RunResult second = run_podsim({"run", "--json"}, 120);
+  EXPECT_EQ(first.out, second.out);
+  const json report = json::parse(first.out);
+  for (const char* key :
+       {"scenario", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+        "mfu", "hfu", "flops_convention", "bubble_fraction", "breakdown_s", "memory", "warnings"}) {
+    EXPECT_TRUE(report.contains(key)) << key;
+  }
+  EXPECT_GT(report["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(report["gpus"], 16384);
+  const RunResult text_first = run_podsim({"run"}, 120);
+  const RunResult text_second = run_podsim({"run"}, 120);
+  EXPECT_EQ(text_first.exit_code, 0);
+  EXPECT_EQ(text_first.out, text_second.out);
+}
+
+TEST(Cli, EveryExampleRuns) {
+  for (const auto& entry : std::filesystem::directory_iterator(source("scenarios/examples"))) {
+    if (entry.path().extension() != ".json") continue;
+    const RunResult r = run_podsim({"run", entry.path().string(), "--json"}, 120);
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.err;
+    EXPECT_GT(json::parse(r.out)["step_time_s"].get<double>(), 0) << entry.path();
+  }
+}
+
+TEST(Cli, ValidatePublishedCasesPrintsTheContractObject) {
+  const std::string file = source("validation/published.json");
+  const RunResult r = run_podsim({"validate", file, "--json"}, 300);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_FALSE(looks_like_a_crash(r.err)) << r.err;
+  const json result = json::parse(r.out);
+  ASSERT_EQ(result["cases"].size(), 24u);
+  for (const char* key : {"mape_step_time", "mape_tflops_per_gpu", "mape_memory"}) {
+    EXPECT_TRUE(result.contains(key)) << key;
+  }
+  size_t failed = 0;
+  for (const json& c : result["cases"]) {
+    EXPECT_TRUE(c.contains("id"));
+    EXPECT_TRUE(c.contains("measured"));
+    if (c.contains("error_message")) {
+      ++failed;
+    } else {
+      EXPECT_TRUE(c.contains("predicted"));
+      EXPECT_TRUE(c.contains("error"));
+    }
+  }
+  EXPECT_EQ(r.exit_code, failed == 0 ? 0 : 2);
+  EXPECT_EQ(result["cases_failed"], failed);
+  // Every case reads: any failure is the simulation's, never the reader's.
+  EXPECT_EQ(r.err.find("/cases/"), std::string::npos) << r.err;
+
+  // Fidelity guard (issue 5). The acceptance target is a step-time MAPE of
+  // 10% with no case worse than 25%; the model is at 13.1% today (see
+  // docs/validation.md). This keeps the worst-case bar and stops the MAPE
+  // from regressing past 15%.
+  EXPECT_LE(result["mape_step_time"].get<double>(), 0.15);
+  for (const json& c : result["cases"]) {
+    if (!c.contains("error")) continue;
+    if (c["error"].contains("step_time_s")) {
+      EXPECT_LE(std::abs(c["error"]["step_time_s"].get<double>()), 0.25) << c["id"];
+    }
+  }
+
+  const RunResult text = run_podsim({"validate", file}, 300);
+  EXPECT_NE(text.out.find("Summary: 24 cases"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("megatron_sc21_t1_1p7B"), std::string::npos);
+}
+
+TEST(Cli, ValidateReportsBadCasesAndBadFiles) {
+  json file = json::parse(
+      std::string(R"({"cases": [)") +
+      R"({"id": "good", "scenario": {"model": "llama3-8b", "cluster": {"base": "dgx-h100-superpod", "nodes": 8}, "training": {"seq_len": 4096, "global_batch": 512}, "parallelism": {"dp": 64, "zero": 1}}, "measured": {"step_time_s": 2.0}},)" +
+      R"({"id": "bad", "scenario": {"model": "llama3-8b", "cluster": "dgx-h100-superpod", "training": {"seq_len": 4096, "global_batch": 512}, "parallelism": {"dp": 64, "tp": 3}}}]})");
+  const std::string path = write_temp("cases.json", file.dump());
+  const RunResult r = run_podsim({"validate", path, "--json"}, 120);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("podsim: " + path + ": /cases/1/scenario/parallelism/tp: "),
+            std::string::npos)
+      << r.err;
+  const json result = json::parse(r.out);
+  ASSERT_EQ(result["cases"].size(), 2u);
+  EXPECT_TRUE(result["cases"][1].contains("error_message"));
+
+  const std::string broken = write_temp("broken_cases.json", "{\"cases\": 5}");
+  const RunResult b = run_podsim({"validate", broken});
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find(": /cases: expected an array"), std::string::npos) << b.err;
+  EXPECT_TRUE(b.out.empty());
+}
+
+}  // namespace
+}  // namespace podsim::tools_test
+
+namespace podsim::tools_test {
+namespace {
+
+TEST(Cli, CollectiveUsesTheClusterPresetsAndUnits) {
+  const RunResult ok =
+      run_podsim({"collective", "--cluster", "dgx-h100-superpod", "--bytes", "1GiB", "--json"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_FALSE(ok.out.empty());
+  const RunResult typo = run_podsim({"collective", "--cluster", "dgx-h100-superpd"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'dgx-h100-superpod'"), std::string::npos) << typo.err;
+  const RunResult bandwidth =
+      run_podsim({"collective", "--cluster", "llama3-24k", "--bytes", "2 GB/s"});
+  EXPECT_EQ(bandwidth.exit_code, 2);
+  EXPECT_NE(bandwidth.err.find("is a bandwidth, expected a size"), std::string::npos)
+      << bandwidth.err;
+}
+
+TEST(Cli, Version) {
+  const RunResult r = run_podsim({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("podsim ", 0), 0u);
+}
+
+}  // namespace
+}  // namespace podsim::tools_test

@@ -1,0 +1,45 @@
+// Helpers shared by the subcommands: argument parsing and problem printing.
+#include <ostream>
+
+#include "tools/cli/commands.h"
+
+namespace podsim::cli {
+
+namespace po = boost::program_options;
+
+void print_problems(std::ostream& err, std::string_view label,
+                    const std::vector<scenarios::Problem>& problems) {
+  for (const scenarios::Problem& problem : problems) {
+    err << "podsim: " << label << ": " << problem.to_string() << "\n";
+  }
+}
+
+std::optional<int> parse_arguments(std::string_view command, std::string_view usage,
+                                   std::string_view about, const po::options_description& visible,
+                                   const po::options_description& hidden,
+                                   const po::positional_options_description& positional,
+                                   const std::vector<std::string>& args, po::variables_map& values,
+                                   CommandIo& io) {
+  po::options_description help_option;
+  help_option.add_options()("help,h", "show this help");
+  po::options_description all;
+  all.add(visible).add(help_option).add(hidden);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
+    if (values.count("help") != 0) {
+      po::options_description shown("Options");
+      shown.add(visible).add(help_option);
+      io.out << "usage: " << usage << "\n\n" << about << "\n\n" << shown;
+      return kExitOk;
+    }
+    po::notify(values);
+  } catch (const po::error& error) {
+    io.err << "podsim " << command << ": " << error.what() << "\n"
+           << "usage: " << usage << "\n"
+           << "(podsim " << command << " --help for more)\n";
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
+}  // namespace podsim::cli

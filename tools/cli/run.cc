@@ -1,0 +1,57 @@
+// podsim run [FILE] [--json] [--every-rank] [--profile FILE]
+#include <ostream>
+
+#include "scenarios/reader.h"
+#include "scenarios/report_format.h"
+#include "scenarios/simulate.h"
+#include "tools/cli/commands.h"
+
+namespace podsim::cli {
+
+namespace po = boost::program_options;
+
+int run_command(const std::vector<std::string>& args, CommandIo& io) {
+  po::options_description visible;
+  visible.add_options()("json", "print the report as one JSON object (the contract's keys)")(
+      "every-rank", "simulate every GPU on its own instead of one per pipeline stage")(
+      "profile", po::value<std::string>()->value_name("FILE"),
+      "calibration profile to use instead of datasheet efficiency curves");
+  po::options_description hidden;
+  hidden.add_options()("file", po::value<std::string>(), "scenario file");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map values;
+  if (const std::optional<int> status = parse_arguments(
+          "run", "podsim run [FILE] [--json] [--every-rank] [--profile FILE]",
+          "Simulates one optimizer step of the scenario in FILE (scenario-format.md) and prints "
+          "the report. Without FILE, runs the built-in default: Llama 3 405B on 16,384 H100 of "
+          "the llama3-24k cluster (TP8 CP1 PP16 DP128, seq 8192).",
+          visible, hidden, positional, args, values, io)) {
+    return *status;
+  }
+
+  const bool has_file = values.count("file") != 0;
+  const std::string label =
+      has_file ? values["file"].as<std::string>() : std::string(scenarios::kDefaultScenarioLabel);
+  scenarios::Result<scenarios::ScenarioSpec> spec =
+      has_file ? scenarios::read_scenario_file(label) : scenarios::read_default_scenario();
+  if (!spec.ok()) {
+    print_problems(io.err, label, spec.problems());
+    return kExitBadInput;
+  }
+
+  scenarios::SimulateOptions options;
+  if (values.count("every-rank") != 0) options.mode = scenarios::SimulationMode::kEveryRank;
+  if (values.count("profile") != 0) options.profile_path = values["profile"].as<std::string>();
+  scenarios::Result<scenarios::Report> report = scenarios::simulate(spec.value(), options);
+  if (!report.ok()) {
+    print_problems(io.err, label, report.problems());
+    return kExitBadInput;
+  }
+  const scenarios::Report& result = report.value();
+  io.out << (values.count("json") != 0 ? scenarios::report_json_text(result)
+                                       : scenarios::format_report_text(result));
+  return kExitOk;
+}
+
+}  // namespace podsim::cli
