@@ -1,9 +1,6 @@
 #include "scenarios/sweep.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -17,6 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "scenarios/presets.h"
+#include "scenarios/reader.h"
 #include "scenarios/simulate.h"
 #include "scenarios/sweep_bounds.h"
 #include "scenarios/sweep_hardware.h"
@@ -203,6 +204,24 @@ bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
 }
 
 }  // namespace
+
+Result<SweepGpu> sweep_gpu_preset(const std::string& name) {
+  // Any cluster preset carries the GPU key; only the GPU is kept.
+  const std::vector<std::string> clusters = builtin_presets().names("clusters");
+  if (clusters.empty()) {
+    return std::vector<Problem>{{"/sweep/gpu", "no cluster presets are built in", ""}};
+  }
+  Result<hwmodels::ClusterSpec> c =
+      read_cluster_json(nlohmann::json{{"base", clusters.front()}, {"gpu", name}});
+  if (!c.ok()) {
+    std::vector<Problem> problems = c.problems();
+    for (Problem& p : problems) {
+      if (p.path.rfind("/cluster/gpu", 0) == 0) p.path = "/sweep/gpu-types" + p.path.substr(12);
+    }
+    return problems;
+  }
+  return SweepGpu{name, c.value().gpu};
+}
 
 Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,
                                       const std::optional<SweepGpu>& gpu) {
@@ -550,12 +569,9 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
         if (s.pruned_memory) report_progress(1);
         return;
       }
-      auto T0 = std::chrono::steady_clock::now();
       outcomes[i] = simulate_candidate(candidate_scenario(scenario, out.targets[c.target], c));
-      if (std::getenv("SWEEP_DEBUG")) fprintf(stderr, "  sim %zu tp%lld cp%lld pp%lld dp%lld mb%lld s%d v%lld rc%d z%d sg%lld lb %.3f step %.3f fit %d  %.3fs\n", i, (long long)c.plan.tp,(long long)c.plan.cp,(long long)c.plan.pp,(long long)c.plan.dp,(long long)c.micro_batch,(int)c.plan.schedule,(long long)c.plan.virtual_stages,(int)c.plan.recompute.mode,c.plan.zero,(long long)c.plan.shard_group, out.screens[i].step_lower_bound_s, outcomes[i].step_time_s, outcomes[i].fits, std::chrono::duration<double>(std::chrono::steady_clock::now()-T0).count());
       report_progress(1);
     });
-    if (std::getenv("SWEEP_DEBUG")) fprintf(stderr, "round: refine %zu sim %zu skipped %llu queue %zu thr %.3f\n", to_refine.size(), to_simulate.size(), (unsigned long long)skipped, queue.size(), threshold(0));
     if (size > 1) {
       Writer w;
       for (size_t k : mine) {

@@ -85,6 +85,10 @@ struct SweepGpu {
   hwmodels::GpuSpec spec;
 };
 
+/// A GPU preset by name ("b200"), read as a cluster's "gpu" key would be:
+/// problems say what is wrong (with the preset names to choose from).
+Result<SweepGpu> sweep_gpu_preset(const std::string& name);
+
 /// The scenario's cluster with `gpus` GPUs (nodes = gpus / gpus_per_node)
 /// and `gpu` (nullopt: the scenario's own). A new GPU brings its NVLink
 /// bandwidth and efficiency where podsim knows them (sweep_hardware.h) and

@@ -118,60 +118,133 @@ void append_ops(std::string& key, const std::vector<strategies::Op>& ops) {
   }
 }
 
+/// Blocks of consecutive GPUs that are wired alike: the NVLink domain, then
+/// each scale-out tier's group of nodes. A set of GPUs inside one full block
+/// prices alike in any full block of that size, so in-task collectives are
+/// priced on a cluster cut down to the first block (pricing instantiates the
+/// whole fabric, which is slow for large clusters).
+struct Level {
+  int64_t gpus = 0;  ///< GPUs per block
+  hwmodels::ClusterSpec cluster;
+  std::unique_ptr<hwmodels::Fabric> fabric;  ///< built on first use
+};
+
+std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
+  std::vector<Level> out;
+  const int64_t per_node = std::max(1, cluster.gpus_per_node);
+  const int64_t total = cluster.total_gpus();
+  auto add = [&](int64_t gpus) {
+    if (gpus <= 0 || gpus >= total) return;
+    if (!out.empty() && (gpus <= out.back().gpus || gpus % out.back().gpus != 0)) return;
+    Level l;
+    l.gpus = gpus;
+    l.cluster = cluster;
+    l.cluster.nodes = static_cast<int>(std::max<int64_t>(1, (gpus + per_node - 1) / per_node));
+    out.push_back(std::move(l));
+  };
+  add(cluster.scale_up.domain > 0 ? cluster.scale_up.domain : per_node);
+  for (const hwmodels::TierSpec& tier : cluster.scale_out.tiers) {
+    if (tier.nodes > 0) add(static_cast<int64_t>(tier.nodes) * per_node);
+  }
+  return out;
+}
+
 }  // namespace
 
 struct PlanBounds::Impl {
   explicit Impl(const hwmodels::ClusterSpec& cluster)
       : gpu(cluster.gpu),
         fabric(hwmodels::Fabric::build(cluster)),
+        levels(levels_of(cluster)),
         collectives(hwmodels::CollectiveParams::for_gpu(cluster.gpu)),
         memory(hwmodels::memory_model(cluster.gpu)) {}
 
   hwmodels::GpuModel gpu;
   hwmodels::Fabric fabric;
+  std::vector<Level> levels;
   hwmodels::CollectiveParams collectives;
   hwmodels::MemoryModel memory;
   /// segment ops + group key -> seconds on the compute stream, per repeat.
   std::unordered_map<std::string, double> segment_costs;
 
   /// The TP, CP and EP groups of `rank`, the only groups in-task collectives
-  /// use. A set of groups inside one NVLink domain is written relative to
-  /// the domain (every domain is wired alike, so it prices alike anywhere);
-  /// anything wider keeps its GPU ids.
-  std::string group_key(const strategies::Layout& layout, int64_t rank) const {
+  /// use, and where to price them: when they lie inside one full block of a
+  /// level (levels_of) and the layout gives the rank moved to the first
+  /// block the same groups moved alike (checked, not assumed), on that
+  /// level's cut-down cluster for the moved rank; otherwise on the whole
+  /// fabric. The key holds the level and the (moved) GPU ids.
+  struct Groups {
     std::string key;
+    int64_t rank = 0;
+    int level = -1;  ///< -1: the whole fabric
+  };
+  static constexpr std::array<strategies::GroupKind, 3> kInTask{
+      strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp};
+  Groups groups_of(const strategies::Layout& layout, int64_t rank) const {
     std::vector<int64_t> members;
-    for (strategies::GroupKind kind :
-         {strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp}) {
+    std::vector<size_t> sizes;
+    for (strategies::GroupKind kind : kInTask) {
       const std::vector<int64_t> g = layout.group(rank, kind);
-      append(key, g.size());
+      sizes.push_back(g.size());
       members.insert(members.end(), g.begin(), g.end());
     }
-    const int64_t domain = fabric.domain_of(rank);
-    const bool local = std::all_of(members.begin(), members.end(),
-                                   [&](int64_t m) { return fabric.domain_of(m) == domain; });
-    const int64_t base = local ? domain * fabric.domain_size() : 0;
-    append(key, local);
-    for (int64_t m : members) append(key, m - base);
-    return key;
+    Groups out;
+    out.rank = rank;
+    int64_t base = 0;
+    const int64_t total = fabric.gpu_count();
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const int64_t block = levels[l].gpus;
+      const int64_t first = (rank / block) * block;
+      const bool inside = first + block <= total &&
+                          std::all_of(members.begin(), members.end(), [&](int64_t m) {
+                            return m >= first && m < first + block;
+                          });
+      if (!inside) continue;
+      bool same = true;
+      if (first > 0) {
+        std::vector<int64_t> moved;
+        for (strategies::GroupKind kind : kInTask) {
+          const std::vector<int64_t> g = layout.group(rank - first, kind);
+          moved.insert(moved.end(), g.begin(), g.end());
+        }
+        same = moved.size() == members.size();
+        for (size_t i = 0; same && i < members.size(); ++i) same = moved[i] == members[i] - first;
+      }
+      if (same) {
+        out.level = static_cast<int>(l);
+        out.rank = rank - first;
+        base = first;
+      }
+      break;
+    }
+    append(out.key, out.level);
+    for (size_t size : sizes) append(out.key, size);
+    for (int64_t m : members) append(out.key, m - base);
+    return out;
   }
 
-  /// What simulate() charges `work` on `rank`'s compute stream: the sum over
-  /// its segments of repeat x the segment's price (price_work is linear in
-  /// repeat and additive over segments).
-  double work_cost(const Job& job, const strategies::Layout& layout, const std::string& groups,
-                   int64_t rank, const strategies::Work& work) {
+  const hwmodels::Fabric& fabric_for(const Groups& groups) {
+    if (groups.level < 0) return fabric;
+    Level& l = levels[static_cast<size_t>(groups.level)];
+    if (!l.fabric) {
+      l.fabric = std::make_unique<hwmodels::Fabric>(hwmodels::Fabric::build(l.cluster));
+    }
+    return *l.fabric;
+  }
+
+  double work_cost(const Job& job, const strategies::Layout& layout, const Groups& groups,
+                   const strategies::Work& work) {
     double total = 0;
     for (const strategies::Segment& seg : work.segments) {
-      total += static_cast<double>(seg.repeat) * segment_cost(job, layout, groups, rank, seg);
+      total += static_cast<double>(seg.repeat) * segment_cost(job, layout, groups, seg);
     }
     return total;
   }
 
-  /// The price of one repeat of `seg` on `rank`.
-  double segment_cost(const Job& job, const strategies::Layout& layout, const std::string& groups,
-                      int64_t rank, const strategies::Segment& seg) {
-    std::string key = groups;
+  /// The price of one repeat of `seg` for a rank with `groups`.
+  double segment_cost(const Job& job, const strategies::Layout& layout, const Groups& groups,
+                      const strategies::Segment& seg) {
+    std::string key = groups.key;
     append_ops(key, seg.ops);
     auto it = segment_costs.find(key);
     if (it != segment_costs.end()) return it->second;
@@ -181,7 +254,8 @@ struct PlanBounds::Impl {
     strategies::Work one;
     one.segments.push_back({seg.name, 1, seg.ops});
     scratch.works.push_back(std::move(one));
-    const double seconds = cost_work(scratch, {gpu, fabric, collectives}, 0, rank).duration_s;
+    const double seconds =
+        cost_work(scratch, {gpu, fabric_for(groups), collectives}, 0, groups.rank).duration_s;
     segment_costs.emplace(std::move(key), seconds);
     return seconds;
   }
@@ -240,29 +314,28 @@ double PlanBounds::Impl::quick_step(const Job& job,
   if (zb) passes.push_back(Pass::kBackwardWeight);
   std::vector<strategies::Work> one_layer;
   for (Pass pass : passes) one_layer.push_back(strategies::make_work(job, pass, 1, true, true));
-  std::vector<std::pair<std::string, std::vector<SegmentCosts>>> priced;
+  std::vector<std::pair<std::string, std::vector<SegmentCosts>>> priced;  // by group key
   std::map<double, double> optimizer_seconds;  // by parameters updated
 
   std::vector<std::vector<ChunkCost>> chunk_cost(static_cast<size_t>(p));
   std::vector<double> optimizer(static_cast<size_t>(p), 0.0);
   for (int64_t s = 0; s < p; ++s) {
-    const int64_t rank = layout.representative(s);
-    std::string groups = group_key(layout, rank);
+    const Groups groups = groups_of(layout, layout.representative(s));
     auto found = std::find_if(priced.begin(), priced.end(),
-                              [&](const auto& entry) { return entry.first == groups; });
+                              [&](const auto& entry) { return entry.first == groups.key; });
     if (found == priced.end()) {
       std::vector<SegmentCosts> costs;
       for (const strategies::Work& w : one_layer) {
         SegmentCosts c;
         for (const strategies::Segment& seg : w.segments) {
-          const double seconds = segment_cost(job, layout, groups, rank, seg);
+          const double seconds = segment_cost(job, layout, groups, seg);
           if (seg.name == "embedding") c.embedding = seconds;
           if (seg.name == "layer") c.layer = seconds;
           if (seg.name == "head") c.head = seconds;
         }
         costs.push_back(c);
       }
-      priced.emplace_back(std::move(groups), std::move(costs));
+      priced.emplace_back(groups.key, std::move(costs));
       found = std::prev(priced.end());
     }
     const std::vector<SegmentCosts>& costs = found->second;
@@ -284,7 +357,7 @@ double PlanBounds::Impl::quick_step(const Job& job,
     auto opt = optimizer_seconds.find(params);
     if (opt == optimizer_seconds.end()) {
       const strategies::Work w = optimizer_work(job, s);
-      opt = optimizer_seconds.emplace(params, work_cost(job, layout, found->first, rank, w)).first;
+      opt = optimizer_seconds.emplace(params, work_cost(job, layout, groups, w)).first;
     }
     optimizer[static_cast<size_t>(s)] = opt->second;
   }
@@ -402,10 +475,8 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
   std::vector<double> duration(n, 0.0);
   std::vector<double> link_bytes(fabric.link_count(), 0.0);
   {
-    std::vector<std::string> groups(sched.ranks.size());
-    for (size_t r = 0; r < sched.ranks.size(); ++r) {
-      groups[r] = group_key(sched.layout, sched.ranks[r]);
-    }
+    std::vector<Groups> groups;
+    for (int64_t rank : sched.ranks) groups.push_back(groups_of(sched.layout, rank));
     std::map<std::pair<size_t, int32_t>, double> work_seconds;
     struct CommShape {
       double seconds = 0;
@@ -422,8 +493,8 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
           auto key = std::make_pair(r, t.work);
           auto it = work_seconds.find(key);
           if (it == work_seconds.end()) {
-            const double s = work_cost(job, sched.layout, groups[r], rank,
-                                       sched.works[static_cast<size_t>(t.work)]);
+            const double s =
+                work_cost(job, sched.layout, groups[r], sched.works[static_cast<size_t>(t.work)]);
             it = work_seconds.emplace(key, s).first;
           }
           duration[id] = it->second;
