@@ -62,6 +62,12 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
   return ticks;
 }
 
+int tick_decimals(double step) {
+  if (!(step > 0)) return 3;
+  const int d = static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return d < 0 ? 0 : (d > 9 ? 9 : d);
+}
+
 namespace {
 std::string n(double v) { return fixed_number(v, 2); }
 void attributes_into(std::string& out, std::string_view attributes) {

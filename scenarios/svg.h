@@ -21,6 +21,9 @@ std::string fixed_number(double value, int decimals);
 /// times a power of ten), ascending.
 std::vector<double> nice_ticks(double lo, double hi, int count);
 
+/// Decimals that tell apart ticks `step` apart (0 for steps of 1 or more).
+int tick_decimals(double step);
+
 /// Builds one <svg> element.
 class Svg {
  public:

@@ -245,12 +245,12 @@ Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus
   t.cluster = base;
   t.cluster.nodes = static_cast<int>(ceil_div(gpus, base.gpus_per_node));
   t.gpu = base.gpu.name;
-  std::string note = std::to_string(t.cluster.nodes) + " nodes of the scenario's cluster";
+  std::string note;
   const bool swapped = gpu.has_value() && gpu->name != base.gpu.name;
   if (swapped) {
     t.gpu = gpu->name;
     t.cluster.gpu = gpu->spec;
-    note += " with " + gpu->name + " GPUs (network, tiers and latencies kept";
+    note = gpu->name + " GPUs in the scenario's cluster (network, tiers and latencies kept";
     if (const std::optional<ScaleUpFacts> link = scale_up_facts(gpu->name)) {
       t.cluster.scale_up.bw_bytes_per_s = link->bw_bytes_per_s;
       t.cluster.scale_up.efficiency = link->efficiency;
@@ -503,7 +503,14 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   }
 
   std::vector<TopTimes> top(out.targets.size(), TopTimes(options.top_k));
-  auto threshold = [&](uint32_t target) { return top[target].threshold(); };
+  auto threshold = [&](uint32_t target) {
+    double t = top[target].threshold();
+    if (options.exact_baseline_rank && out.baseline && out.baseline->target == target &&
+        out.baseline->outcome.error.empty()) {
+      t = std::max(t, out.baseline->outcome.step_time_s);
+    }
+    return t;
+  };
   auto account = [&](size_t i) {
     const PlanOutcome& o = outcomes[i];
     ++out.plans_simulated;
@@ -637,7 +644,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       out.pareto.push_back(k);
     }
   }
-  if (out.baseline && out.baseline->outcome.fits && out.baseline->outcome.error.empty()) {
+  if (out.baseline && out.baseline->outcome.error.empty()) {
     // Ahead of the baseline: the simulated plans that beat it (ties go to
     // the canonical order, a baseline outside the space last), and at most
     // every skipped plan whose bound does not rule that out.

@@ -75,7 +75,8 @@ struct SweepTarget {
   /// Dollars per GPU-hour, or none when no price is known.
   std::optional<double> price_per_gpu_hour;
   std::string price_source;
-  /// What was changed relative to the scenario's cluster, in words.
+  /// What was changed relative to the scenario's cluster other than its
+  /// node count, in words (empty: nothing).
   std::string note;
 };
 
@@ -166,6 +167,9 @@ struct SweepOptions {
   /// Skip plans that cannot enter the top K (off: simulate every plan that
   /// can fit).
   bool use_bounds = true;
+  /// Also simulate every plan that may beat the scenario's own plan, so that
+  /// its rank is exact (can cost many simulations when that plan is slow).
+  bool exact_baseline_rank = false;
   /// Plans simulated (and refined) at most per round: the granularity of
   /// threshold updates.
   size_t simulate_per_round = 16;
@@ -205,12 +209,13 @@ struct SweepOutcome {
     SweepCandidate candidate;
     PlanOutcome outcome;
     std::optional<uint64_t> index;  ///< its candidate index when it is in the space
-    /// 1-based rank among the fitting plans (ties: canonical order, the
-    /// baseline last when it is not in the space); none when it does not
-    /// fit. Plans skipped by the bound may still beat it: `rank` counts the
-    /// simulated ones, `rank_worst` adds every skipped plan whose bound is
-    /// below the baseline's step time (equal when the rank is exact, as it
-    /// is whenever the baseline is in the top K of its target).
+    /// 1-based rank by step time among the plans that fit (ties: canonical
+    /// order, the baseline last when it is not in the space), also when the
+    /// baseline itself does not fit (outcome.fits says so); none when its
+    /// simulation failed. Plans skipped by the bound may still beat it:
+    /// `rank` counts the simulated ones, `rank_worst` adds every skipped plan
+    /// whose bound is below the baseline's step time (equal when the rank is
+    /// exact, as it is whenever the baseline is in the top K of its target).
     std::optional<uint64_t> rank;
     std::optional<uint64_t> rank_worst;
   };

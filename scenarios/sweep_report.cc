@@ -153,10 +153,29 @@ std::vector<bool> front_flags(const SweepOutcome& o) {
 }
 
 std::string baseline_rank_text(const SweepOutcome::Baseline& b) {
-  if (!b.rank) return "does not fit or failed";
-  if (!b.rank_worst || *b.rank_worst == *b.rank) return "rank " + std::to_string(*b.rank);
-  return "rank " + std::to_string(*b.rank) + " among simulated plans (at worst " +
-         std::to_string(*b.rank_worst) + " counting plans skipped by the bound)";
+  if (!b.rank) return "not ranked";
+  std::string rank = "rank " + std::to_string(*b.rank);
+  if (b.rank_worst && *b.rank_worst != *b.rank) {
+    rank += " among the simulated plans (at worst " + std::to_string(*b.rank_worst) +
+            " counting plans skipped by the bound)";
+  }
+  if (b.outcome.fits) return rank;
+  return "does not fit in memory (peak " + format_bytes(b.outcome.memory_peak_bytes) + " of " +
+         format_bytes(b.outcome.memory_capacity_bytes) + "); by step time alone it would take " +
+         rank;
+}
+
+/// The targets' notes and price sources, each once, in order of appearance.
+std::vector<std::string> target_notes(const SweepOutcome& o) {
+  std::vector<std::string> notes;
+  for (const SweepTarget& t : o.targets) {
+    for (const std::string* text : {&t.note, &t.price_source}) {
+      if (!text->empty() && std::find(notes.begin(), notes.end(), *text) == notes.end()) {
+        notes.push_back(*text);
+      }
+    }
+  }
+  return notes;
 }
 
 std::string counts_text(const SweepOutcome& o) {
@@ -168,11 +187,21 @@ std::string counts_text(const SweepOutcome& o) {
          std::to_string(o.plans_failed) + " failed)";
 }
 
-std::string target_text(const SweepTarget& t) {
-  return std::to_string(t.gpus) + " x " + t.gpu + ": " + t.note + "; " +
-         (t.price_per_gpu_hour ? "$" + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h (" +
-                                     t.price_source + ")"
-                               : t.price_source);
+/// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
+/// notes are numbered once (target_notes).
+std::string target_text(const SweepOutcome& o, const SweepTarget& t) {
+  std::string s = std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
+                  (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
+                  format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " +
+                  (t.price_per_gpu_hour ? "$" + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h"
+                                        : std::string("no price")) +
+                  ")";
+  const std::vector<std::string> notes = target_notes(o);
+  for (const std::string* text : {&t.note, &t.price_source}) {
+    const auto it = std::find(notes.begin(), notes.end(), *text);
+    if (it != notes.end()) s += " [" + std::to_string(it - notes.begin() + 1) + "]";
+  }
+  return s;
 }
 
 // ---- Charts --------------------------------------------------------------
@@ -190,8 +219,7 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
 
 /// A small inline chart; `log2_x` places x on a log2 scale (GPU counts).
 std::string chart(const std::string& title, const std::string& x_label,
-                  const std::string& y_label, const std::vector<Series>& series, bool log2_x,
-                  int y_decimals) {
+                  const std::string& y_label, const std::vector<Series>& series, bool log2_x) {
   constexpr double kW = 560, kH = 320, kL = 70, kR = 20, kT = 30, kB = 70;
   const double pw = kW - kL - kR, ph = kH - kT - kB;
   double xmin = 1e300, xmax = -1e300, ymax = 0;
@@ -221,9 +249,11 @@ std::string chart(const std::string& title, const std::string& x_label,
   auto Y = [&](double y) { return kT + ph - y / ymax * ph; };
   svg.line(kL, kT + ph, kL + pw, kT + ph, "#333333");
   svg.line(kL, kT, kL, kT + ph, "#333333");
-  for (double t : nice_ticks(0, ymax, 5)) {
+  const std::vector<double> y_ticks = nice_ticks(0, ymax, 5);
+  const int y_decimals = y_ticks.size() > 1 ? tick_decimals(y_ticks[1] - y_ticks[0]) : 0;
+  for (double t : y_ticks) {
     svg.line(kL, Y(t), kL + pw, Y(t), "#eeeeee", 0.5);
-    svg.text(kL - 5, Y(t) + 3, fixed(t, y_decimals), "end", 10);
+    svg.text(kL - 5, Y(t) + 3, t >= 1e4 ? si_count(t) : fixed(t, y_decimals), "end", 10);
   }
   if (log2_x) {
     std::vector<double> xs;
@@ -237,10 +267,12 @@ std::string chart(const std::string& title, const std::string& x_label,
       svg.text(X(x), kT + ph + 16, fixed(x, 0), "middle", 10);
     }
   } else {
-    for (double t : nice_ticks(std::max(0.0, xmin), xmax, 6)) {
-      svg.line(kL + (t - xmin) / (xmax - xmin) * pw, kT + ph,
-               kL + (t - xmin) / (xmax - xmin) * pw, kT + ph + 4, "#333333");
-      svg.text(kL + (t - xmin) / (xmax - xmin) * pw, kT + ph + 16, fixed(t, 1), "middle", 10);
+    const std::vector<double> x_ticks = nice_ticks(std::max(0.0, xmin), xmax, 6);
+    const int x_decimals = x_ticks.size() > 1 ? tick_decimals(x_ticks[1] - x_ticks[0]) : 1;
+    for (double t : x_ticks) {
+      const double x = kL + (t - xmin) / (xmax - xmin) * pw;
+      svg.line(x, kT + ph, x, kT + ph + 4, "#333333");
+      svg.text(x, kT + ph + 16, fixed(t, x_decimals), "middle", 10);
     }
   }
   svg.text(kL + pw / 2, kT + ph + 32, x_label, "middle", 11);
@@ -499,7 +531,7 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
   std::string out = "podsim sweep: " + scenario.name + "\n";
   out += "model " + scenario.model.name + ", seq_len " + std::to_string(scenario.training.seq_len) +
          ", global batch " + std::to_string(scenario.training.global_batch) + "\n";
-  for (const SweepTarget& t : o.targets) out += "target: " + target_text(t) + "\n";
+  for (const SweepTarget& t : o.targets) out += "target: " + target_text(o, t) + "\n";
   out += counts_text(o) + "\n";
   out += "time and cost to train " + tokens_text(o.tokens) + " tokens (--tokens); cost in " +
          (o.cost_in_dollars ? "dollars" : "GPU-hours (no price for every GPU)") + "\n\n";
@@ -536,6 +568,11 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
   }
   out += "\nPlans enumerated:\n";
   for (const std::string& line : space) out += "  " + line + "\n";
+  out += "\nNotes:\n";
+  const std::vector<std::string> notes = target_notes(o);
+  for (size_t i = 0; i < notes.size(); ++i) {
+    out += "  [" + std::to_string(i + 1) + "] " + notes[i] + "\n";
+  }
   return out;
 }
 
@@ -614,11 +651,11 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
     h += ".</p>\n";
   }
   h += "<h2>Best plan per GPU count</h2>\n<div class=\"charts\">\n";
-  h += chart("Step time of the best plan", "GPUs", "step time (s)", time_series, true, 2);
-  h += chart("Cost to train of the best plan", "GPUs", cost_label, cost_series, true, 0);
+  h += chart("Step time of the best plan", "GPUs", "step time (s)", time_series, true);
+  h += chart("Cost to train of the best plan", "GPUs", cost_label, cost_series, true);
   h += "</div>\n<h2>Pareto front: time to train against cost</h2>\n<div class=\"charts\">\n";
   h += chart("Every simulated plan that fits; the front joined", "time to train (days)",
-             cost_label, pareto_series, false, 0);
+             cost_label, pareto_series, false);
   h += "</div>\n<h2>Ranked plans</h2>\n";
   const size_t shown = std::min<size_t>(o.ranked.size(), std::max<size_t>(o.top_k, 200));
   h += "<p>The " + std::to_string(shown) + " fastest of " + std::to_string(o.ranked.size()) +
@@ -653,8 +690,10 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
          "</td></tr>\n";
   }
   h += "</table>\n<h2>Hardware targets</h2>\n<ul>\n";
-  for (const SweepTarget& t : o.targets) h += "<li>" + xml_escape(target_text(t)) + "</li>\n";
-  h += "</ul>\n<h2>Plans enumerated</h2>\n<ul>\n";
+  for (const SweepTarget& t : o.targets) h += "<li>" + xml_escape(target_text(o, t)) + "</li>\n";
+  h += "</ul>\n<ol>\n";
+  for (const std::string& note : target_notes(o)) h += "<li>" + xml_escape(note) + "</li>\n";
+  h += "</ol>\n<h2>Plans enumerated</h2>\n<ul>\n";
   for (const std::string& line : space) h += "<li>" + xml_escape(line) + "</li>\n";
   h += "</ul>\n";
   if (!o.failures.empty()) {

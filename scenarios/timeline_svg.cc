@@ -58,12 +58,6 @@ constexpr std::array<const char*, 10> kStagePalette{"#1f77b4", "#ff7f0e", "#2ca0
                                                     "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                                                     "#bcbd22", "#17becf"};
 
-/// Decimals that tell ticks `step` apart.
-int decimals_for(double step) {
-  if (step <= 0) return 3;
-  return std::clamp(static_cast<int>(std::ceil(-std::log10(step) + 1e-9)), 0, 9);
-}
-
 }  // namespace
 
 std::string timeline_svg(const StepDetail& detail, const TimelineOptions& options) {
@@ -166,7 +160,7 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
 
   // Time axis.
   const std::vector<double> ticks = nice_ticks(0, step, 8);
-  const int decimals = ticks.size() > 1 ? decimals_for(ticks[1] - ticks[0]) : 3;
+  const int decimals = ticks.size() > 1 ? tick_decimals(ticks[1] - ticks[0]) : 3;
   svg.line(kLeft, axis_y, kLeft + plot, axis_y, "#333333");
   for (double tick : ticks) {
     const double x = kLeft + tick * scale;

@@ -196,6 +196,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "micro-batches", po::value<std::string>()->value_name("N,..."),
       "micro-batch sizes to try (default 1,2,4,8)")(
       "no-bounds", "simulate every plan that can fit (slow; the same top K)")(
+      "exact-rank",
+      "also simulate every plan that may beat the scenario's own plan, so its rank is exact")(
       "quiet", "no progress bar");
   po::options_description hidden;
   hidden.add_options()("file", po::value<std::string>(), "scenario file");
@@ -282,6 +284,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   options.tokens = values["tokens"].as<double>();
   options.jobs = values["jobs"].as<unsigned>();
   options.use_bounds = values.count("no-bounds") == 0;
+  options.exact_baseline_rank = values.count("exact-rank") != 0;
   if (values.count("max-tp") != 0) options.space.max_tp = values["max-tp"].as<int64_t>();
   if (values.count("max-cp") != 0) options.space.max_cp = values["max-cp"].as<int64_t>();
   if (values.count("micro-batches") != 0) {
