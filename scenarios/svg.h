@@ -34,8 +34,8 @@ class Svg {
   /// Raw attributes are passed through as written ("class=\"bar\"").
   void rect(double x, double y, double w, double h, std::string_view fill,
             std::string_view attributes = {});
-  void line(double x1, double y1, double x2, double y2, std::string_view stroke,
-            double width = 1, std::string_view attributes = {});
+  void line(double x1, double y1, double x2, double y2, std::string_view stroke, double width = 1,
+            std::string_view attributes = {});
   void polyline(const std::vector<std::pair<double, double>>& points, std::string_view stroke,
                 double width = 1.5, std::string_view attributes = {});
   void circle(double cx, double cy, double r, std::string_view fill,

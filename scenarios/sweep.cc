@@ -8,13 +8,12 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "scenarios/presets.h"
 #include "scenarios/reader.h"
@@ -234,11 +233,10 @@ Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus
     return std::vector<Problem>{{"/cluster/gpus_per_node", "must be at least 1", ""}};
   }
   if (gpus > base.gpus_per_node && gpus % base.gpus_per_node != 0) {
-    return std::vector<Problem>{
-        {"/sweep/gpus",
-         std::to_string(gpus) + " GPUs is not a whole number of " +
-             std::to_string(base.gpus_per_node) + "-GPU nodes",
-         "use a multiple of gpus_per_node"}};
+    return std::vector<Problem>{{"/sweep/gpus",
+                                 std::to_string(gpus) + " GPUs is not a whole number of " +
+                                     std::to_string(base.gpus_per_node) + "-GPU nodes",
+                                 "use a multiple of gpus_per_node"}};
   }
   SweepTarget t;
   t.gpus = gpus;
@@ -289,9 +287,8 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
   for (size_t ti = 0; ti < targets.size(); ++ti) {
     const SweepTarget& target = targets[ti];
     const int64_t g = target.gpus;
-    const int64_t domain =
-        target.cluster.scale_up.domain > 0 ? target.cluster.scale_up.domain
-                                           : target.cluster.gpus_per_node;
+    const int64_t domain = target.cluster.scale_up.domain > 0 ? target.cluster.scale_up.domain
+                                                              : target.cluster.gpus_per_node;
     const int64_t max_tp = space.max_tp > 0 ? space.max_tp : std::max<int64_t>(1, domain);
     const int64_t max_cp =
         space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
@@ -400,8 +397,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   out.tokens = options.tokens;
   out.top_k = options.top_k;
   const size_t n = out.candidates.size();
-  const unsigned threads = options.jobs > 0 ? options.jobs
-                                            : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   const auto rank = static_cast<size_t>(options.partition_rank);
   const auto size = static_cast<size_t>(options.partition_size);
 

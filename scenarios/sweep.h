@@ -191,8 +191,8 @@ struct SweepOutcome {
   uint64_t plans_pruned_memory = 0;
   uint64_t plans_skipped_by_bound = 0;
   uint64_t plans_simulated = 0;
-  uint64_t plans_not_fitting = 0;  ///< simulated, and over the memory capacity
-  uint64_t plans_failed = 0;       ///< the simulation refused them
+  uint64_t plans_not_fitting = 0;     ///< simulated, and over the memory capacity
+  uint64_t plans_failed = 0;          ///< the simulation refused them
   std::vector<std::string> failures;  ///< the first few failure messages
   /// Simulated plans that fit, best first (step time, then canonical order).
   std::vector<RankedPlan> ranked;

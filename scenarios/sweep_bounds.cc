@@ -100,8 +100,8 @@ void append_ops(std::string& key, const std::vector<strategies::Op>& ops) {
         for (int64_t v : {a.batch, a.heads, a.kv_heads, a.q_len, a.kv_len, a.head_dim}) {
           append(key, v);
         }
-        append(key, static_cast<uint8_t>((a.causal ? 1 : 0) | (a.backward ? 2 : 0) |
-                                         (a.flash ? 4 : 0)));
+        append(key,
+               static_cast<uint8_t>((a.causal ? 1 : 0) | (a.backward ? 2 : 0) | (a.flash ? 4 : 0)));
         break;
       }
       case strategies::OpKind::kMemoryBound:
@@ -196,9 +196,8 @@ struct PlanBounds::Impl {
       const int64_t block = levels[l].gpus;
       const int64_t first = (rank / block) * block;
       const bool inside = first + block <= total &&
-                          std::all_of(members.begin(), members.end(), [&](int64_t m) {
-                            return m >= first && m < first + block;
-                          });
+                          std::all_of(members.begin(), members.end(),
+                                      [&](int64_t m) { return m >= first && m < first + block; });
       if (!inside) continue;
       bool same = true;
       if (first > 0) {
@@ -267,8 +266,8 @@ struct PlanBounds::Impl {
                                      job.plan.virtual_stages, strategies::micro_batches(job));
     auto it = order_cache.find(key);
     if (it != order_cache.end()) return it->second;
-    auto made = std::make_shared<const std::vector<std::vector<Slot>>>(
-        strategies::pipeline_orders(job));
+    auto made =
+        std::make_shared<const std::vector<std::vector<Slot>>>(strategies::pipeline_orders(job));
     order_cache.emplace(key, made);
     return made;
   }
@@ -315,7 +314,7 @@ double PlanBounds::Impl::quick_step(const Job& job,
   std::vector<strategies::Work> one_layer;
   for (Pass pass : passes) one_layer.push_back(strategies::make_work(job, pass, 1, true, true));
   std::vector<std::pair<std::string, std::vector<SegmentCosts>>> priced;  // by group key
-  std::map<double, double> optimizer_seconds;  // by parameters updated
+  std::map<double, double> optimizer_seconds;                             // by parameters updated
 
   std::vector<std::vector<ChunkCost>> chunk_cost(static_cast<size_t>(p));
   std::vector<double> optimizer(static_cast<size_t>(p), 0.0);

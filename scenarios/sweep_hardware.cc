@@ -30,20 +30,24 @@ std::optional<GpuPrice> reference_price(std::string_view gpu_preset) {
   // May 2026); B200 $4.50-6.00 on specialized clouds (Lyceum, "NVIDIA B200
   // GPU cloud pricing 2026", March 2026). Midpoints.
   if (gpu_preset == "a100-sxm-80g") {
-    return GpuPrice{1.30, "reference price: midpoint of $1.10-1.50/GPU-h on-demand, specialty "
-                          "clouds, May 2026 (Mercatus cloud GPU pricing survey)"};
+    return GpuPrice{1.30,
+                    "reference price: midpoint of $1.10-1.50/GPU-h on-demand, specialty "
+                    "clouds, May 2026 (Mercatus cloud GPU pricing survey)"};
   }
   if (gpu_preset == "h100-sxm-80g") {
-    return GpuPrice{3.00, "reference price: midpoint of $2.50-3.50/GPU-h on-demand, specialty "
-                          "clouds, May 2026 (Mercatus cloud GPU pricing survey)"};
+    return GpuPrice{3.00,
+                    "reference price: midpoint of $2.50-3.50/GPU-h on-demand, specialty "
+                    "clouds, May 2026 (Mercatus cloud GPU pricing survey)"};
   }
   if (gpu_preset == "h200-sxm-141g") {
-    return GpuPrice{4.00, "reference price: midpoint of $3.50-4.50/GPU-h on-demand, specialty "
-                          "clouds, May 2026 (Mercatus cloud GPU pricing survey)"};
+    return GpuPrice{4.00,
+                    "reference price: midpoint of $3.50-4.50/GPU-h on-demand, specialty "
+                    "clouds, May 2026 (Mercatus cloud GPU pricing survey)"};
   }
   if (gpu_preset == "b200") {
-    return GpuPrice{5.25, "reference price: midpoint of $4.50-6.00/GPU-h on-demand, specialized "
-                          "clouds, March 2026 (Lyceum B200 cloud pricing survey)"};
+    return GpuPrice{5.25,
+                    "reference price: midpoint of $4.50-6.00/GPU-h on-demand, specialized "
+                    "clouds, March 2026 (Lyceum B200 cloud pricing survey)"};
   }
   return std::nullopt;
 }

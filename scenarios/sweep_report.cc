@@ -218,8 +218,8 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                     "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
 /// A small inline chart; `log2_x` places x on a log2 scale (GPU counts).
-std::string chart(const std::string& title, const std::string& x_label,
-                  const std::string& y_label, const std::vector<Series>& series, bool log2_x) {
+std::string chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                  const std::vector<Series>& series, bool log2_x) {
   constexpr double kW = 560, kH = 320, kL = 70, kR = 20, kT = 30, kB = 70;
   const double pw = kW - kL - kR, ph = kH - kT - kB;
   double xmin = 1e300, xmax = -1e300, ymax = 0;
@@ -361,26 +361,28 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
                 "; dp: the remaining factor; ep: divisors of the expert count dividing dp*cp "
                 "(MoE models only)" +
                 (space.powers_of_two ? "; powers of two only" : ""));
-  out.push_back("micro-batch: " +
-                list(space.micro_batches, [](int64_t v) { return std::to_string(v); }) +
-                " (dividing global_batch / dp)");
-  out.push_back("pipeline (pp > 1): " +
-                list(space.schedules, [](PipelineSchedule s) { return std::string(schedule_name(s)); }) +
-                ", interleaved with 2.." + std::to_string(space.max_virtual_stages) +
-                " virtual stages dividing ceil(layers / pp); pp = 1 runs 1f1b (no pipeline)");
-  out.push_back("recompute: " +
-                list(space.recompute,
-                     [](RecomputeMode m) { return recompute_name(strategies::Recompute{m, 0}); }));
+  out.push_back(
+      "micro-batch: " + list(space.micro_batches, [](int64_t v) { return std::to_string(v); }) +
+      " (dividing global_batch / dp)");
+  out.push_back(
+      "pipeline (pp > 1): " +
+      list(space.schedules, [](PipelineSchedule s) { return std::string(schedule_name(s)); }) +
+      ", interleaved with 2.." + std::to_string(space.max_virtual_stages) +
+      " virtual stages dividing ceil(layers / pp); pp = 1 runs 1f1b (no pipeline)");
+  out.push_back("recompute: " + list(space.recompute, [](RecomputeMode m) {
+                  return recompute_name(strategies::Recompute{m, 0});
+                }));
   out.push_back("zero: " + list(space.zero, [](int z) { return std::to_string(z); }) +
                 (space.hsdp ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp" : "") +
                 "; sharding only when dp*cp > 1");
-  out.push_back(std::string("kept from the scenario: sequence parallelism ") +
-                (scenario.plan.sequence_parallel || scenario.plan.tp == 1 ? "on for every tp > 1"
-                                                                          : "off") +
-                ", context algorithm " + context_name(scenario.plan.context) + ", rank order " +
-                order_text(scenario.plan.order) + ", overlap options and model knobs");
-  out.push_back("valid = strategies::validate accepts the plan (tp divides the heads, "
-                "kv heads and ffn, micro-batches fit the pipeline schedule, ...)");
+  out.push_back(
+      std::string("kept from the scenario: sequence parallelism ") +
+      (scenario.plan.sequence_parallel || scenario.plan.tp == 1 ? "on for every tp > 1" : "off") +
+      ", context algorithm " + context_name(scenario.plan.context) + ", rank order " +
+      order_text(scenario.plan.order) + ", overlap options and model knobs");
+  out.push_back(
+      "valid = strategies::validate accepts the plan (tp divides the heads, "
+      "kv heads and ffn, micro-batches fit the pipeline schedule, ...)");
   return out;
 }
 
@@ -645,8 +647,7 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
     h += b.outcome.error.empty()
              ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) + ", MFU " +
                    xml_escape(format_percent(b.outcome.mfu)) + ", " +
-                   xml_escape(baseline_rank_text(b)) +
-                   (b.index ? "" : " (outside the swept space)")
+                   xml_escape(baseline_rank_text(b)) + (b.index ? "" : " (outside the swept space)")
              : "failed: " + xml_escape(b.outcome.error);
     h += ".</p>\n";
   }
@@ -654,8 +655,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   h += chart("Step time of the best plan", "GPUs", "step time (s)", time_series, true);
   h += chart("Cost to train of the best plan", "GPUs", cost_label, cost_series, true);
   h += "</div>\n<h2>Pareto front: time to train against cost</h2>\n<div class=\"charts\">\n";
-  h += chart("Every simulated plan that fits; the front joined", "time to train (days)",
-             cost_label, pareto_series, false);
+  h += chart("Every simulated plan that fits; the front joined", "time to train (days)", cost_label,
+             pareto_series, false);
   h += "</div>\n<h2>Ranked plans</h2>\n";
   const size_t shown = std::min<size_t>(o.ranked.size(), std::max<size_t>(o.top_k, 200));
   h += "<p>The " + std::to_string(shown) + " fastest of " + std::to_string(o.ranked.size()) +
@@ -671,7 +672,10 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
     const strategies::ParallelPlan& p = c.plan;
     const SweepTarget& t = o.targets[c.target];
     const bool is_base = o.baseline && o.baseline->index && *o.baseline->index == r.index;
-    h += std::string("<tr") + (is_base ? " class=\"base\"" : front[k] ? " class=\"front\"" : "") +
+    h += std::string("<tr") +
+         (is_base    ? " class=\"base\""
+          : front[k] ? " class=\"front\""
+                     : "") +
          "><td>" + std::to_string(k + 1) + "</td><td>" + std::to_string(t.gpus) +
          "</td><td class=\"l\">" + xml_escape(t.gpu) + "</td><td>" + std::to_string(p.tp) +
          "</td><td>" + std::to_string(p.cp) + "</td><td>" + std::to_string(p.pp) + "</td><td>" +

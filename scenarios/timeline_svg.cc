@@ -17,8 +17,8 @@ using strategies::Task;
 using strategies::TaskId;
 using strategies::TaskKind;
 
-constexpr double kLeft = 120, kRight = 24, kRowHeight = 26, kComputeHeight = 14,
-                 kCommHeight = 7, kMemoryHeight = 220;
+constexpr double kLeft = 120, kRight = 24, kRowHeight = 26, kComputeHeight = 14, kCommHeight = 7,
+                 kMemoryHeight = 220;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct Style {
@@ -74,7 +74,8 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   std::vector<int64_t> row_of_stage(static_cast<size_t>(s.job.plan.pp), -1);
   for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
     const auto stage = static_cast<size_t>(s.layout.stage(s.ranks[ri]));
-    if (row_of_stage[stage] < 0 || s.ranks[ri] == s.layout.representative(s.layout.stage(s.ranks[ri]))) {
+    if (row_of_stage[stage] < 0 ||
+        s.ranks[ri] == s.layout.representative(s.layout.stage(s.ranks[ri]))) {
       row_of_stage[stage] = static_cast<int64_t>(ri);
     }
   }
@@ -99,8 +100,7 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
            "step " + fixed_number(report.step_time_s, 4) + " s, bubble " +
                fixed_number(100 * report.bubble_fraction, 1) + "% of the critical stage, " +
                std::to_string(rows.size()) + " stages" +
-               (s.scope == strategies::Scope::kEveryRank ? " (first GPU of each stage shown)"
-                                                         : ""),
+               (s.scope == strategies::Scope::kEveryRank ? " (first GPU of each stage shown)" : ""),
            "start", 11, "fill=\"#444444\"");
 
   // Gantt chart.
@@ -117,10 +117,10 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
     const size_t ri = rows[row];
     const int64_t rank = s.ranks[ri];
     const double y = gantt_top + kRowHeight * static_cast<double>(row);
-    svg.text(kLeft - 6, y + kComputeHeight - 3,
-             "stage " + std::to_string(s.layout.stage(rank)) + " (GPU " + std::to_string(rank) +
-                 ")",
-             "end", 10);
+    svg.text(
+        kLeft - 6, y + kComputeHeight - 3,
+        "stage " + std::to_string(s.layout.stage(rank)) + " (GPU " + std::to_string(rank) + ")",
+        "end", 10);
     // Idle stretches of the compute lane first (under the bars).
     std::vector<std::pair<double, double>> busy;
     for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
@@ -149,11 +149,11 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
       const bool compute = task.stream == Stream::kCompute;
       const double lane_y = compute ? y : y + kComputeHeight + 1;
       const double h = compute ? kComputeHeight : kCommHeight;
-      svg.rect_with_title(kLeft + start * scale, lane_y, (end - start) * scale, h, st.fill,
-                          s.task_name(id) + ": " + fixed_number(start, 6) + " - " +
-                              fixed_number(end, 6) + " s",
-                          "data-task=\"" + std::to_string(id) + "\"" +
-                              (compute ? " stroke=\"#ffffff\" stroke-width=\"0.3\"" : ""));
+      svg.rect_with_title(
+          kLeft + start * scale, lane_y, (end - start) * scale, h, st.fill,
+          s.task_name(id) + ": " + fixed_number(start, 6) + " - " + fixed_number(end, 6) + " s",
+          "data-task=\"" + std::to_string(id) + "\"" +
+              (compute ? " stroke=\"#ffffff\" stroke-width=\"0.3\"" : ""));
     }
   }
   svg.close_group();
@@ -227,8 +227,8 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   }
   top_bytes = std::max(top_bytes * 1.05, 1.0);
   const double mem_scale = kMemoryHeight / top_bytes;
-  svg.text(kLeft, memory_top - 12, "Memory per GPU by stage (GiB): static + activations",
-           "start", 12, "font-weight=\"bold\"");
+  svg.text(kLeft, memory_top - 12, "Memory per GPU by stage (GiB): static + activations", "start",
+           12, "font-weight=\"bold\"");
   svg.line(kLeft, memory_bottom, kLeft + plot, memory_bottom, "#333333");
   svg.line(kLeft, memory_top, kLeft, memory_bottom, "#333333");
   const std::vector<double> gib_ticks = nice_ticks(0, top_bytes / kGiB, 5);
@@ -270,8 +270,7 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
       svg.text(sx, legend2_y, "...", "start", 10);
       break;
     }
-    svg.line(sx, legend2_y - 4, sx + 14, legend2_y - 4, kStagePalette[k % kStagePalette.size()],
-             2);
+    svg.line(sx, legend2_y - 4, sx + 14, legend2_y - 4, kStagePalette[k % kStagePalette.size()], 2);
     svg.text(sx + 18, legend2_y, label, "start", 10);
     sx += w + 8;
   }

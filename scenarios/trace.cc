@@ -47,8 +47,8 @@ std::string quoted(std::string_view text) {
 /// Picoseconds as microseconds, exactly (6 decimals).
 std::string micros(int64_t picoseconds) {
   const bool negative = picoseconds < 0;
-  const uint64_t ps = negative ? static_cast<uint64_t>(-picoseconds)
-                               : static_cast<uint64_t>(picoseconds);
+  const uint64_t ps =
+      negative ? static_cast<uint64_t>(-picoseconds) : static_cast<uint64_t>(picoseconds);
   const std::string frac = std::to_string(ps % 1000000);
   std::string out = negative ? "-" : "";
   out += std::to_string(ps / 1000000);
@@ -106,9 +106,8 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
     event("\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid +
           ",\"tid\":0,\"args\":{\"sort_index\":" + std::to_string(stage * 1000000 + rank) + "}");
     for (size_t k = 0; k < kTrackNames.size(); ++k) {
-      event("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
-            ",\"tid\":" + std::to_string(k) + ",\"args\":{\"name\":" + quoted(kTrackNames[k]) +
-            "}");
+      event("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" +
+            std::to_string(k) + ",\"args\":{\"name\":" + quoted(kTrackNames[k]) + "}");
     }
   }
   for (TaskId id = 0; id < s.tasks.size(); ++id) {
@@ -126,9 +125,8 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
     const std::string_view cat =
         compute ? strategies::to_string(t.kind) : strategies::to_string(t.purpose);
     event("\"name\":" + quoted(s.task_name(id)) + ",\"cat\":" + quoted(cat) +
-          ",\"ph\":\"X\",\"pid\":" + pid +
-          ",\"tid\":" + std::to_string(static_cast<int>(t.stream)) +
-          ",\"ts\":" + micros(ps_of(tt.start)) +
+          ",\"ph\":\"X\",\"pid\":" + pid + ",\"tid\":" +
+          std::to_string(static_cast<int>(t.stream)) + ",\"ts\":" + micros(ps_of(tt.start)) +
           ",\"dur\":" + micros(ps_of(tt.end) - ps_of(tt.start)) + ",\"args\":{" + args + "}");
     const uint32_t ci = tl.task_cost[id];
     if (ci == StepTimeline::kNoCost) continue;

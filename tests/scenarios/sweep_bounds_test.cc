@@ -1,6 +1,8 @@
 // The sweep's lower bounds never exceed what simulate() reports, so pruning
 // and skipping never lose a plan: checked against full simulations on
 // samples of real plan spaces (dense, MoE, multi-node groups, tight memory).
+#include "scenarios/sweep_bounds.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "scenarios/simulate.h"
 #include "scenarios/sweep.h"
-#include "scenarios/sweep_bounds.h"
 #include "tests/scenarios/sweep_test_util.h"
 
 namespace podsim::scenarios {
@@ -85,9 +86,9 @@ TEST(SweepBounds, DenseModelOnTwoNodes) {
 TEST(SweepBounds, TightMemoryPrunesWithoutLosingFittingPlans) {
   // A 12 GiB GPU: many plans cannot fit, and the check above asserts that
   // every pruned one indeed does not.
-  const ScenarioSpec spec = read_ok(small_scenario(
-      2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})",
-      R"({"base": "h100-sxm-80g", "hbm": {"capacity": "12 GiB"}})", 64, 4096));
+  const ScenarioSpec spec = read_ok(
+      small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})",
+                     R"({"base": "h100-sxm-80g", "hbm": {"capacity": "12 GiB"}})", 64, 4096));
   const Checked c = check_bounds(spec, 5, 3);
   EXPECT_GT(c.quick_pruned, 5u);
   EXPECT_GT(c.refined_pruned, c.quick_pruned);

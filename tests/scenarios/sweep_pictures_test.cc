@@ -30,9 +30,9 @@ using sweep_testing::XmlAttributes;
 /// A 4-stage interleaved pipeline with ZeRO-1 (parameter gathers), data
 /// parallelism (gradient syncs) and TP collectives inside the compute tasks.
 StepDetail pipeline_step() {
-  const ScenarioSpec spec = read_ok(small_scenario(
-      4, 32,
-      R"({"tp": 2, "pp": 4, "dp": 4, "sequence_parallel": true, "zero": 1,
+  const ScenarioSpec spec =
+      read_ok(small_scenario(4, 32,
+                             R"({"tp": 2, "pp": 4, "dp": 4, "sequence_parallel": true, "zero": 1,
           "pipeline": {"schedule": "interleaved_1f1b", "virtual_stages": 2},
           "recompute": "selective"})"));
   Result<StepDetail> detail = simulate_detailed(spec);
@@ -42,11 +42,11 @@ StepDetail pipeline_step() {
 
 TEST(StepTimeline, TheXmlCheckerCatchesBrokenDocuments) {
   EXPECT_EQ(xml_problem("<svg a=\"1\"><g><rect/></g></svg>"), "");
-  EXPECT_NE(xml_problem("<svg><g></svg>"), "");               // mismatched
-  EXPECT_NE(xml_problem("<svg a=1/>"), "");                   // unquoted
+  EXPECT_NE(xml_problem("<svg><g></svg>"), "");                 // mismatched
+  EXPECT_NE(xml_problem("<svg a=1/>"), "");                     // unquoted
   EXPECT_NE(xml_problem("<svg><text>a & b</text></svg>"), "");  // bare &
-  EXPECT_NE(xml_problem("<svg/><svg/>"), "");                 // two roots
-  EXPECT_NE(xml_problem("<svg>"), "");                        // unclosed
+  EXPECT_NE(xml_problem("<svg/><svg/>"), "");                   // two roots
+  EXPECT_NE(xml_problem("<svg>"), "");                          // unclosed
 }
 
 TEST(StepTrace, OneProcessPerGpuOneTrackPerStreamOneEventPerTask) {
@@ -109,20 +109,20 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
   std::map<int64_t, std::pair<double, double>> bars;  // task -> x, width
   size_t idle = 0;
   std::map<int64_t, double> peak_gib;
-  const std::string problem = xml_problem(svg, [&](const std::string& name,
-                                                   const XmlAttributes& a) {
-    if (name == "g" && a.count("data-px-per-s") != 0) {
-      x0 = std::stod(a.at("data-x0"));
-      scale = std::stod(a.at("data-px-per-s"));
-    }
-    if (name == "rect" && a.count("data-task") != 0) {
-      bars[std::stoll(a.at("data-task"))] = {std::stod(a.at("x")), std::stod(a.at("width"))};
-    }
-    if (name == "rect" && a.count("class") != 0 && a.at("class") == "idle") ++idle;
-    if (name == "polyline" && a.count("data-stage") != 0) {
-      peak_gib[std::stoll(a.at("data-stage"))] = std::stod(a.at("data-peak-gib"));
-    }
-  });
+  const std::string problem =
+      xml_problem(svg, [&](const std::string& name, const XmlAttributes& a) {
+        if (name == "g" && a.count("data-px-per-s") != 0) {
+          x0 = std::stod(a.at("data-x0"));
+          scale = std::stod(a.at("data-px-per-s"));
+        }
+        if (name == "rect" && a.count("data-task") != 0) {
+          bars[std::stoll(a.at("data-task"))] = {std::stod(a.at("x")), std::stod(a.at("width"))};
+        }
+        if (name == "rect" && a.count("class") != 0 && a.at("class") == "idle") ++idle;
+        if (name == "polyline" && a.count("data-stage") != 0) {
+          peak_gib[std::stoll(a.at("data-stage"))] = std::stod(a.at("data-peak-gib"));
+        }
+      });
   ASSERT_EQ(problem, "");
   ASSERT_GT(scale, 0);
   EXPECT_EQ(bars.size(), s.tasks.size());
@@ -151,7 +151,8 @@ TEST(SweepReport, HtmlIsSelfContainedAndJsonHasTheContractKeys) {
   options.top_k = 4;
   options.space.micro_batches = {1};
   std::vector<SweepTarget> targets;
-  for (int64_t gpus : {8, 16}) targets.push_back(make_sweep_target(spec, gpus, std::nullopt).value());
+  for (int64_t gpus : {8, 16})
+    targets.push_back(make_sweep_target(spec, gpus, std::nullopt).value());
   Result<SweepOutcome> run = run_sweep(spec, targets, options);
   ASSERT_TRUE(run.ok());
   const SweepOutcome& o = run.value();
@@ -175,8 +176,8 @@ TEST(SweepReport, HtmlIsSelfContainedAndJsonHasTheContractKeys) {
   ASSERT_EQ(results.size(), 4u);
   double previous = 0;
   for (const nlohmann::json& r : results) {
-    for (const char* key : {"plan", "step_time_s", "tokens_per_s", "mfu", "memory_peak_bytes",
-                            "cost_usd"}) {
+    for (const char* key :
+         {"plan", "step_time_s", "tokens_per_s", "mfu", "memory_peak_bytes", "cost_usd"}) {
       EXPECT_TRUE(r.contains(key)) << key;
     }
     for (const char* key : {"dp", "tp", "pp", "cp", "ep", "zero", "pipeline", "recompute",

@@ -1,5 +1,7 @@
 // The sweep: which plans it enumerates, that bounds and threads and
 // processes never change its answer, and its cost and Pareto arithmetic.
+#include "scenarios/sweep.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,20 +13,19 @@
 #include <tuple>
 #include <vector>
 
-#include "scenarios/sweep.h"
-#include "strategies/job.h"
 #include "scenarios/sweep_hardware.h"
 #include "scenarios/sweep_report.h"
+#include "strategies/job.h"
 #include "tests/scenarios/sweep_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
 
+using strategies::PipelineSchedule;
 using sweep_testing::own_target;
 using sweep_testing::read_ok;
 using sweep_testing::small_scenario;
 using sweep_testing::sweep_ok;
-using strategies::PipelineSchedule;
 
 constexpr const char* kPlan = R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})";
 
@@ -92,9 +93,9 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
     job.training.micro_batch = c.micro_batch;
     EXPECT_TRUE(strategies::validate(job).empty());
     // No plan twice.
-    EXPECT_TRUE(seen.emplace(p.tp, p.cp, p.pp, p.dp, static_cast<int>(p.schedule),
-                             p.virtual_stages, static_cast<int>(p.recompute.mode), c.micro_batch,
-                             p.zero, p.shard_group)
+    EXPECT_TRUE(seen.emplace(p.tp, p.cp, p.pp, p.dp, static_cast<int>(p.schedule), p.virtual_stages,
+                             static_cast<int>(p.recompute.mode), c.micro_batch, p.zero,
+                             p.shard_group)
                     .second);
   }
 }
@@ -114,8 +115,7 @@ TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
   EXPECT_DOUBLE_EQ(target.cluster.scale_up.efficiency, 682.2 / 900.0);
   EXPECT_TRUE(target.cluster.gpu.has_nvls);
   // The scale-out network is the scenario's.
-  EXPECT_EQ(target.cluster.scale_out.nic_bw_bytes_per_s,
-            spec.cluster.scale_out.nic_bw_bytes_per_s);
+  EXPECT_EQ(target.cluster.scale_out.nic_bw_bytes_per_s, spec.cluster.scale_out.nic_bw_bytes_per_s);
   EXPECT_EQ(target.cluster.scale_out.tiers.size(), spec.cluster.scale_out.tiers.size());
   ASSERT_TRUE(target.price_per_gpu_hour.has_value());
   EXPECT_DOUBLE_EQ(*target.price_per_gpu_hour, reference_price("b200")->usd_per_gpu_hour);
@@ -249,7 +249,8 @@ TEST_F(SmallSweep, PartitionsGiveTheSingleProcessBytes) {
 TEST_F(SmallSweep, CostAndParetoFront) {
   Result<SweepTarget> small = make_sweep_target(spec_, 8, std::nullopt);
   Result<SweepTarget> large = make_sweep_target(spec_, 16, std::nullopt);
-  Result<SweepTarget> h200 = make_sweep_target(spec_, 16, sweep_gpu_preset("h200-sxm-141g").value());
+  Result<SweepTarget> h200 =
+      make_sweep_target(spec_, 16, sweep_gpu_preset("h200-sxm-141g").value());
   ASSERT_TRUE(small.ok() && large.ok() && h200.ok());
   options_.tokens = 1e9;
   const SweepOutcome o = sweep_ok(spec_, {small.value(), large.value(), h200.value()}, options_);

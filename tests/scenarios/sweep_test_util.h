@@ -33,7 +33,8 @@ inline std::string small_scenario(int nodes, int gpus, const std::string& parall
               "vocab": 32000, "mlp": "swiglu", "norm": "rmsnorm"},
     "cluster": {"base": "dgx-h100-superpod", "nodes": )" +
          std::to_string(nodes) + R"(, "gpu": )" + gpu + R"(},
-    "gpus": )" + std::to_string(gpus) +
+    "gpus": )" +
+         std::to_string(gpus) +
          R"(,
     "training": {"seq_len": )" +
          std::to_string(seq_len) + R"(, "global_batch": )" + std::to_string(global_batch) +

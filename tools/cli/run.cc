@@ -29,7 +29,8 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
   positional.add("file", 1);
   po::variables_map values;
   if (const std::optional<int> status = parse_arguments(
-          "run", "podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] "
+          "run",
+          "podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] "
           "[--timeline FILE]",
           "Simulates one optimizer step of the scenario in FILE (scenario-format.md) and prints "
           "the report. Without FILE, runs the built-in default: Llama 3 405B on 16,384 H100 of "
@@ -73,8 +74,9 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
       if (!file) io.err << "podsim run: cannot write " << path << "\n";
       return static_cast<bool>(file);
     };
-    if (!trace_path.empty() &&
-        !write(trace_path, [&](std::ostream& o) { scenarios::write_chrome_trace(o, detail.value()); })) {
+    if (!trace_path.empty() && !write(trace_path, [&](std::ostream& o) {
+          scenarios::write_chrome_trace(o, detail.value());
+        })) {
       return kExitBadInput;
     }
     if (!timeline_path.empty() && !write(timeline_path, [&](std::ostream& o) {

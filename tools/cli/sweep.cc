@@ -83,12 +83,12 @@ class MpiWorld {
         total += counts[i];
       }
       std::string all(static_cast<size_t>(total), '\0');
-      MPI_Allgatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(),
-                     displacements.data(), MPI_CHAR, MPI_COMM_WORLD);
+      MPI_Allgatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displacements.data(),
+                     MPI_CHAR, MPI_COMM_WORLD);
       std::vector<std::string> out;
       for (size_t i = 0; i < counts.size(); ++i) {
-        out.push_back(all.substr(static_cast<size_t>(displacements[i]),
-                                 static_cast<size_t>(counts[i])));
+        out.push_back(
+            all.substr(static_cast<size_t>(displacements[i]), static_cast<size_t>(counts[i])));
       }
       return out;
     }
@@ -139,8 +139,9 @@ class ProgressBar {
     const double left = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
     constexpr int kWidth = 30;
     const int filled =
-        total > 0 ? static_cast<int>(kWidth * static_cast<double>(done) / static_cast<double>(total))
-                  : kWidth;
+        total > 0
+            ? static_cast<int>(kWidth * static_cast<double>(done) / static_cast<double>(total))
+            : kWidth;
     char line[160];
     std::snprintf(line, sizeof line, "\rsweep [%s%s] %llu/%llu plans  %.0f plans/s  %d:%02d left ",
                   std::string(static_cast<size_t>(filled), '#').c_str(),
@@ -183,8 +184,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "top", po::value<size_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
       "tokens", po::value<double>()->default_value(1e12)->value_name("N"),
-      "tokens to train, for the time and cost columns")(
-      "json", "print the result as one JSON object")(
+      "tokens to train, for the time and cost columns")("json",
+                                                        "print the result as one JSON object")(
       "out", po::value<std::string>()->value_name("DIR"),
       "also write DIR/results.csv (every simulated plan) and DIR/report.html")(
       "jobs", po::value<unsigned>()->default_value(0)->value_name("N"),
@@ -297,8 +298,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   if (!(options.tokens > 0) || !std::isfinite(options.tokens)) {
     problems.push_back({"--tokens", "must be a positive number of tokens", "e.g. 1e12"});
   }
-  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"--max-tp", options.space.max_tp},
-                                   {"--max-cp", options.space.max_cp}}) {
+  for (const auto& [key, value] :
+       {std::pair<const char*, int64_t>{"--max-tp", options.space.max_tp},
+        {"--max-cp", options.space.max_cp}}) {
     if (values.count(key + 2) != 0 && value < 1) {
       problems.push_back({key, "must be at least 1", ""});
     }
@@ -309,8 +311,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     std::error_code ec;
     if (leader) std::filesystem::create_directories(out_dir, ec);
     if (ec) {
-      problems.push_back({"--out", "cannot create directory '" + out_dir.string() + "'",
-                          ec.message()});
+      problems.push_back(
+          {"--out", "cannot create directory '" + out_dir.string() + "'", ec.message()});
     }
   }
   if (!problems.empty()) {
@@ -321,16 +323,15 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   options.partition_rank = world.rank();
   options.partition_size = world.size();
   options.exchange = [&world](const std::string& mine) { return world.all_gather(mine); };
-  const bool show_progress =
-      leader && values.count("quiet") == 0 && isatty(STDERR_FILENO) != 0;
+  const bool show_progress = leader && values.count("quiet") == 0 && isatty(STDERR_FILENO) != 0;
   ProgressBar bar(io.err);
   if (show_progress) {
     options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
   }
   const auto start = std::chrono::steady_clock::now();
-  scenarios::Result<scenarios::SweepOutcome> run =
-      scenarios::run_sweep(scenario, targets, options);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  scenarios::Result<scenarios::SweepOutcome> run = scenarios::run_sweep(scenario, targets, options);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bar.finish();
   if (!run.ok()) {
     print_problems(out_io.err, "sweep", run.problems());
