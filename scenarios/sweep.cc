@@ -129,7 +129,11 @@ std::vector<std::string> gather_all(const SweepOptions& options, const std::stri
 PlanOutcome simulate_candidate(const ScenarioSpec& spec) {
   PlanOutcome o;
   try {
-    Result<Report> r = simulate(spec);
+    // One representative per stage, whatever the scenario asks: the bounds
+    // are built for this mode and an every-rank sweep would take hours.
+    SimulateOptions options;
+    options.mode = SimulationMode::kSymmetric;
+    Result<Report> r = simulate(spec, options);
     if (!r.ok()) {
       o.error = r.problems().empty() ? std::string("simulation failed")
                                      : r.problems().front().to_string();
@@ -458,6 +462,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit;
       s.step_lower_bound_s = b.step_s;
+      if (s.pruned_memory) report_progress(1);
     });
     Writer w;
     for (size_t i : mine) put_screen(w, i);
@@ -469,7 +474,6 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   uint64_t pruned_quick = 0;
   for (const PlanScreen& s : out.screens) pruned_quick += s.pruned_memory ? 1 : 0;
   out.plans_pruned_memory = pruned_quick;
-  report_progress(pruned_quick);
 
   // ---- The scenario's own plan, when its hardware is among the targets. ---
   std::vector<PlanOutcome> outcomes(n);

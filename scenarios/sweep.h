@@ -222,8 +222,10 @@ struct SweepOutcome {
   std::optional<Baseline> baseline;
 };
 
-/// Runs a sweep of `scenario` over `targets`. Problems: no targets, an
-/// empty space, a missing exchange for a partitioned run.
+/// Runs a sweep of `scenario` over `targets`. Plans are simulated in
+/// symmetric mode (one representative GPU per stage) whatever the scenario's
+/// simulation mode. Problems: no targets, a missing exchange for a
+/// partitioned run, a partition rank out of range.
 Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTarget> targets,
                                const SweepOptions& options);
 

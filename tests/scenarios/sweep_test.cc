@@ -159,6 +159,9 @@ class SmallSweep : public ::testing::Test {
 };
 
 TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
+  // Without bounds every plan that can fit is simulated: a smaller space.
+  options_.space.micro_batches = {1};
+  options_.space.recompute = {strategies::RecomputeMode::kNone, strategies::RecomputeMode::kFull};
   SweepOptions all = options_;
   all.use_bounds = false;
   const SweepOutcome with = sweep_ok(spec_, own_target(spec_), options_);

@@ -8,18 +8,12 @@
 
 #include "scenarios/reader.h"
 #include "scenarios/sweep.h"
+#include "tests/scenarios/reader_test_util.h"
 
 namespace podsim::scenarios::sweep_testing {
 
 inline ScenarioSpec read_ok(const std::string& json) {
-  Result<ScenarioSpec> spec = read_scenario_text(json);
-  if (!spec.ok()) {
-    std::string all;
-    for (const Problem& p : spec.problems()) all += p.to_string() + "\n";
-    ADD_FAILURE() << all;
-    return {};
-  }
-  return spec.value();
+  return testing::read_ok(nlohmann::json::parse(json));
 }
 
 /// An 8-layer Llama-style model (GQA 16 heads / 4 KV heads, SwiGLU) on
