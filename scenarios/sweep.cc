@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "hwmodels/fabric.h"
 #include "scenarios/presets.h"
 #include "scenarios/reader.h"
 #include "scenarios/simulate.h"
@@ -194,6 +195,18 @@ class TopTimes {
   size_t k_;
   std::vector<double> best_;
 };
+
+/// The bounds, or no information (nothing pruned or skipped) if computing
+/// them throws: a bug elsewhere must not take the sweep down with it, and
+/// no exception may leave a worker thread.
+template <typename Compute>
+PlanBounds::Bounds bounds_or_none(Compute compute) {
+  try {
+    return compute();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
 
 bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
   return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp && a.ep == b.ep &&
@@ -394,6 +407,14 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   if (options.partition_rank < 0 || options.partition_rank >= options.partition_size) {
     return std::vector<Problem>{{"/sweep", "partition rank out of range", ""}};
   }
+  std::vector<Problem> problems;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    for (const hwmodels::SpecProblem& p : hwmodels::Fabric::validate(targets[t].cluster)) {
+      problems.push_back(
+          {"/sweep/targets/" + std::to_string(t) + "/cluster/" + p.path, p.message, p.hint});
+    }
+  }
+  if (!problems.empty()) return problems;
   SweepOutcome out;
   out.targets = std::move(targets);
   out.candidates = enumerate_plans(scenario, out.targets, options.space);
@@ -457,7 +478,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     parallel_for(mine.size(), threads, [&](size_t j, unsigned worker) {
       const size_t i = mine[j];
       const SweepCandidate& c = out.candidates[i];
-      const PlanBounds::Bounds b = bounder(worker, c.target).quick(job_of(c));
+      const PlanBounds::Bounds b =
+          bounds_or_none([&]() { return bounder(worker, c.target).quick(job_of(c)); });
       PlanScreen& s = out.screens[i];
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit;
@@ -568,7 +590,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const size_t i = items[k];
       const SweepCandidate& c = out.candidates[i];
       if (k < to_refine.size()) {
-        const PlanBounds::Bounds b = bounder(worker, c.target).refined(job_of(c));
+        const PlanBounds::Bounds b =
+            bounds_or_none([&]() { return bounder(worker, c.target).refined(job_of(c)); });
         PlanScreen& s = out.screens[i];
         s.refined = true;
         s.memory_lower_bound_bytes = std::max(s.memory_lower_bound_bytes, b.memory_bytes);

@@ -140,6 +140,7 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
     l.gpus = gpus;
     l.cluster = cluster;
     l.cluster.nodes = static_cast<int>(std::max<int64_t>(1, (gpus + per_node - 1) / per_node));
+    if (!hwmodels::Fabric::validate(l.cluster).empty()) return;  // price on the whole fabric
     out.push_back(std::move(l));
   };
   add(cluster.scale_up.domain > 0 ? cluster.scale_up.domain : per_node);
