@@ -110,7 +110,8 @@ ProfileFit fit_kernel_efficiency(const Profile& profile, const hwmodels::GpuSpec
   // Hopper, run on an A100) take the measured GPU's defaults while fitting.
   hwmodels::GpuSpec measured_defaults = gpu;
   measured_defaults.name = profile.raw.provenance.gpu_name;
-  const hwmodels::KernelEfficiency fallback = hwmodels::default_kernel_efficiency(measured_defaults);
+  const hwmodels::KernelEfficiency fallback =
+      hwmodels::default_kernel_efficiency(measured_defaults);
   for (size_t f = 0; f < eff.gemm_plateau.size(); ++f) {
     if (eff.gemm_plateau[f] == 0 && gpu.peak_flops_per_s[f] > 0) {
       eff.gemm_plateau[f] = fallback.gemm_plateau[f];
@@ -211,8 +212,8 @@ ProfileFit fit_kernel_efficiency(const Profile& profile, const hwmodels::GpuSpec
       for (NumberFormat f : formats) {
         note << " " << sim::to_string(f) << " plateau " << percent(eff.plateau(f));
       }
-      note << ", K overhead " << static_cast<int>(eff.gemm_k_overhead) << " from "
-           << samples.size() << " cuBLASLt GEMMs (RMS error " << percent(rms) << ")";
+      note << ", K overhead " << static_cast<int>(eff.gemm_k_overhead) << " from " << samples.size()
+           << " cuBLASLt GEMMs (RMS error " << percent(rms) << ")";
       out.notes.push_back(note.str());
       fitted_any = true;
     } else {
@@ -238,10 +239,10 @@ ProfileFit fit_kernel_efficiency(const Profile& profile, const hwmodels::GpuSpec
           continue;
         }
         const hwmodels::Pass pass = backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward;
-        samples.push_back({p->median_s(), [=](const hwmodels::GpuModel& model) {
-                             return model.attention_time(shape, pass, true, NumberFormat::kBf16)
-                                 .time_s;
-                           }});
+        samples.push_back(
+            {p->median_s(), [=](const hwmodels::GpuModel& model) {
+               return model.attention_time(shape, pass, true, NumberFormat::kBf16).time_s;
+             }});
       }
     }
     if (samples.size() >= 4) {
@@ -303,14 +304,39 @@ std::vector<std::string> apply_scale_up_profile(const Profile& profile,
     from = "peer-to-peer copy rate";
   }
   if (!(achieved > 0)) {
-    notes.push_back("the profile has no multi-GPU measurements (peer-to-peer or NCCL): the "
-                    "scale-up link model is unchanged");
+    notes.push_back(
+        "the profile has no multi-GPU measurements (peer-to-peer or NCCL): the "
+        "scale-up link model is unchanged");
     return notes;
   }
   cluster.scale_up.efficiency = std::min(1.0, achieved / line_rate);
   notes.push_back("scale-up link efficiency " + percent(cluster.scale_up.efficiency) + " of " +
                   std::to_string(static_cast<int>(line_rate / 1e9)) + " GB/s from the " + from);
   return notes;
+}
+
+Result<CalibratedHardware> calibrated_hardware(const ScenarioSpec& spec,
+                                               const std::string& profile_path) {
+  const std::string path = profile_path.empty() ? spec.cluster.gpu.profile : profile_path;
+  if (path.empty()) {
+    hwmodels::GpuModel gpu(spec.cluster.gpu);
+    const std::string source(hwmodels::to_string(gpu.source()));
+    return CalibratedHardware{std::move(gpu), spec.cluster, source, {}};
+  }
+  try {
+    const Profile profile = calibration::read_profile(path);
+    ProfileFit fit = fit_kernel_efficiency(profile, spec.cluster.gpu, path);
+    hwmodels::ClusterSpec cluster = spec.cluster;
+    for (std::string& note : apply_scale_up_profile(profile, cluster)) {
+      fit.notes.push_back(std::move(note));
+    }
+    return CalibratedHardware{hwmodels::GpuModel(cluster.gpu, fit.efficiency), std::move(cluster),
+                              "profile " + path, std::move(fit.notes)};
+  } catch (const std::exception& e) {  // ProfileError, or fitted parameters out of range
+    return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile",
+                                 e.what(),
+                                 "give the path of a profile written by `podsim calibrate`"}};
+  }
 }
 
 }  // namespace podsim::scenarios

@@ -5,8 +5,11 @@
 
 #include "calibration/profile.h"
 #include "hwmodels/cluster_spec.h"
+#include "hwmodels/gpu_model.h"
 #include "hwmodels/gpu_spec.h"
 #include "hwmodels/kernel_efficiency.h"
+#include "scenarios/problem.h"
+#include "scenarios/spec.h"
 
 namespace podsim::scenarios {
 
@@ -43,5 +46,25 @@ ProfileFit fit_kernel_efficiency(const calibration::Profile& profile,
 /// which it was.
 std::vector<std::string> apply_scale_up_profile(const calibration::Profile& profile,
                                                 hwmodels::ClusterSpec& cluster);
+
+/// The GPU model and cluster a scenario runs on: datasheet efficiency curves,
+/// or fitted to a calibration profile.
+struct CalibratedHardware {
+  hwmodels::GpuModel gpu;
+  /// The scenario's cluster, its scale-up efficiency replaced by the
+  /// profile's measurement when it has one (apply_scale_up_profile).
+  hwmodels::ClusterSpec cluster;
+  /// "datasheet", or "profile PATH".
+  std::string source;
+  /// The profile fit's notes (what was fitted from which series).
+  std::vector<std::string> notes;
+};
+
+/// The hardware of `spec`, with the calibration profile at `profile_path`
+/// (the CLI's --profile, which wins over the cluster's gpu.profile) when
+/// there is one. An unreadable or unusable profile is a problem at
+/// "--profile" or "/cluster/gpu/profile".
+Result<CalibratedHardware> calibrated_hardware(const ScenarioSpec& spec,
+                                               const std::string& profile_path);
 
 }  // namespace podsim::scenarios

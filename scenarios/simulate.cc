@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <span>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -13,7 +13,6 @@
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
-#include "calibration/profile.h"
 #include "scenarios/profile_fit.h"
 #include "scenarios/step_simulation.h"
 #include "strategies/memory.h"
@@ -186,23 +185,10 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   }
   // A calibration profile (--profile wins over the cluster's gpu.profile)
   // replaces the datasheet efficiency curves.
-  const std::string profile_path =
-      options.profile_path.empty() ? spec.cluster.gpu.profile : options.profile_path;
-  std::optional<ProfileFit> profile_fit;
-  hwmodels::ClusterSpec cluster = spec.cluster;
-  if (!profile_path.empty()) {
-    try {
-      const calibration::Profile profile = calibration::read_profile(profile_path);
-      profile_fit = fit_kernel_efficiency(profile, cluster.gpu, profile_path);
-      for (std::string& note : apply_scale_up_profile(profile, cluster)) {
-        profile_fit->notes.push_back(std::move(note));
-      }
-    } catch (const calibration::ProfileError& e) {
-      return std::vector<Problem>{
-          {options.profile_path.empty() ? "/cluster/gpu/profile" : "--profile", e.what(),
-           "give the path of a profile written by `podsim calibrate`"}};
-    }
-  }
+  Result<CalibratedHardware> hardware = calibrated_hardware(spec, options.profile_path);
+  if (!hardware.ok()) return hardware.problems();
+  const hwmodels::GpuModel& gpu = hardware.value().gpu;
+  const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
   const SimulationMode mode = options.mode.value_or(spec.mode);
   strategies::BuildResult built = strategies::build_schedule(
       job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
@@ -216,9 +202,6 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     problems.push_back({"/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
-  const hwmodels::GpuModel gpu = profile_fit
-                                     ? hwmodels::GpuModel(cluster.gpu, profile_fit->efficiency)
-                                     : hwmodels::GpuModel(cluster.gpu);
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
   detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
@@ -232,9 +215,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   report.simulated_ranks = static_cast<int64_t>(schedule.ranks.size());
   report.engine_events = timeline.run.events;
   report.fingerprint = timeline.run.fingerprint;
-  report.hardware_source = profile_fit ? "profile " + profile_path
-                                        : std::string(hwmodels::to_string(gpu.source()));
-  if (profile_fit) report.calibration_notes = profile_fit->notes;
+  report.hardware_source = hardware.value().source;
+  report.calibration_notes = hardware.value().notes;
 
   // The step ends with the last task of any rank; that rank's stage is the
   // critical one (lowest rank on ties).
@@ -254,8 +236,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   report.breakdown = attribute(schedule, timeline, critical, step_s);
   report.bubble_fraction = step_s > 0 ? report.breakdown.bubble / step_s : 0.0;
 
-  const double tokens = static_cast<double>(spec.training.global_batch) *
-                        static_cast<double>(spec.training.seq_len);
+  const double tokens =
+      static_cast<double>(spec.training.global_batch) * static_cast<double>(spec.training.seq_len);
   const double gpus = static_cast<double>(spec.gpus);
   const double peak = spec.cluster.gpu.peak(spec.training.precision);
   report.model_flops_per_step = strategies::model_flops_per_step(job);

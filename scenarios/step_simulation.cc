@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -80,34 +81,7 @@ class Pricer {
   }
 
  private:
-  double price_compute(const Op& op) const {
-    switch (op.kind) {
-      case OpKind::kGemm:
-        return hw_.gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format).time_s;
-      case OpKind::kAttention: {
-        const strategies::AttentionShape& a = op.attention;
-        hwmodels::AttentionShape shape;
-        shape.batch = a.batch;
-        shape.heads = a.heads;
-        shape.kv_heads = a.kv_heads;
-        shape.q_len = a.q_len;
-        shape.kv_len = a.kv_len;
-        shape.head_dim = a.head_dim;
-        shape.causal = a.causal;
-        shape.dropout = strategies::uses_dropout(schedule_.job.model);
-        return hw_.gpu
-            .attention_time(shape,
-                            a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
-                            a.flash, op.format)
-            .time_s;
-      }
-      case OpKind::kMemoryBound:
-        return hw_.gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format).time_s;
-      case OpKind::kCollective:
-        break;
-    }
-    throw std::logic_error("price_compute: a collective is not a compute op");
-  }
+  double price_compute(const Op& op) const { return price_op(op, hw_.gpu, schedule_.job).time_s; }
 
   const Schedule& schedule_;
   const StepHardware& hw_;
@@ -197,14 +171,12 @@ class Images {
     auto it = cache_.find(ranks);
     if (it != cache_.end()) return it->second;
     std::vector<int64_t> out;
-    std::vector<std::vector<int64_t>> seen;
+    std::set<std::vector<int64_t>> seen;
     std::vector<int64_t> image(ranks.size());
     for (int64_t shift = 0; shift < tp_ * cp_ * dp_; ++shift) {
       for (size_t i = 0; i < ranks.size(); ++i) image[i] = apply(shift, ranks[i]);
       std::sort(image.begin(), image.end());
-      if (std::find(seen.begin(), seen.end(), image) != seen.end()) continue;
-      seen.push_back(image);
-      out.push_back(shift);
+      if (seen.insert(image).second) out.push_back(shift);
     }
     return cache_.emplace(ranks, std::move(out)).first->second;
   }
@@ -260,6 +232,34 @@ class ImageCounter {
 };
 
 }  // namespace
+
+hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
+                              const strategies::Job& job) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format);
+    case OpKind::kAttention: {
+      const strategies::AttentionShape& a = op.attention;
+      hwmodels::AttentionShape shape;
+      shape.batch = a.batch;
+      shape.heads = a.heads;
+      shape.kv_heads = a.kv_heads;
+      shape.q_len = a.q_len;
+      shape.kv_len = a.kv_len;
+      shape.head_dim = a.head_dim;
+      shape.causal = a.causal;
+      shape.dropout = strategies::uses_dropout(job.model);
+      return gpu.attention_time(shape,
+                                a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
+                                a.flash, op.format);
+    }
+    case OpKind::kMemoryBound:
+      return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);
+    case OpKind::kCollective:
+      break;
+  }
+  throw std::logic_error("price_op: a collective is not a compute op (" + op.name + ")");
+}
 
 hwmodels::CollectiveOp collective_op(CollectiveKind kind) {
   switch (kind) {

@@ -79,6 +79,12 @@ StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepH
 WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& hardware, int32_t work,
                    int64_t rank);
 
+/// What one instance of compute op `op` (a GEMM, an attention call or a
+/// memory-bound kernel) of `job` costs on `gpu`: the price every compute op of
+/// a simulated step gets. Throws std::logic_error for a collective.
+hwmodels::KernelCost price_op(const strategies::Op& op, const hwmodels::GpuModel& gpu,
+                              const strategies::Job& job);
+
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);
 

@@ -31,6 +31,20 @@ template void fill_random<__half>(__half*, size_t, uint64_t, float, float, cudaS
 template void fill_random<__nv_fp8_e4m3>(__nv_fp8_e4m3*, size_t, uint64_t, float, float,
                                          cudaStream_t);
 
+int select_device(int device, cudaDeviceProp& prop) {
+  const std::string reason = device_unavailable_reason();
+  if (!reason.empty()) throw NoDeviceError(reason);
+  int count = 0;
+  PODSIM_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count) {
+    throw NoDeviceError("device " + std::to_string(device) + " does not exist (" +
+                        std::to_string(count) + " visible)");
+  }
+  PODSIM_CUDA_CHECK(cudaSetDevice(device));
+  PODSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return count;
+}
+
 std::string format_bytes(double bytes) {
   char buf[64];
   if (bytes >= 1024.0 * 1024 * 1024) {

@@ -212,6 +212,43 @@ inline std::vector<double> per_operation(std::vector<double> times, int n) {
   return times;
 }
 
+// ------------------------------------------------------------------ device
+
+/// Makes `device` current, fills `prop` with its properties and returns how
+/// many devices are visible. Throws NoDeviceError when there is no usable
+/// device or no device of that number.
+int select_device(int device, cudaDeviceProp& prop);
+
+// ------------------------------------------------------------------ sections
+
+/// Runs `body` (one section of a run) on `device`; a failure becomes a line
+/// "name: what" in `errors` and the run can go on. Returns true when the CUDA
+/// context is lost (a sticky error): nothing more can run in this process.
+template <class F>
+bool run_section(const std::string& name, int device, std::vector<std::string>& errors, F&& body) {
+  bool lost = false;
+  try {
+    body();
+    PODSIM_CUDA_CHECK(cudaSetDevice(device));
+    PODSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  } catch (const CudaError& e) {
+    errors.push_back(name + ": " + e.what());
+    lost = e.sticky();
+  } catch (const std::exception& e) {
+    errors.push_back(name + ": " + e.what());
+  }
+  if (!lost) {
+    // A non-sticky error stays queried until read; a sticky one shows here too.
+    const cudaError_t pending = cudaDeviceSynchronize();
+    cudaGetLastError();
+    lost = is_sticky(pending);
+    if (pending != cudaSuccess && !lost) {
+      errors.push_back(name + ": pending CUDA error " + cudaGetErrorName(pending));
+    }
+  }
+  return lost;
+}
+
 // ------------------------------------------------------------------ context
 
 /// What every benchmark section gets: the options, the device, the result sink.

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "calibration/cuda/common.cuh"
+#include "calibration/cuda/cublaslt.cuh"
 
 namespace podsim::calibration::gpu {
 namespace {
@@ -26,54 +27,6 @@ struct GemmType {
   size_t cd_bytes;
   int min_cc;
   double tolerance;  // |D - ref| <= tolerance * sum |a b|: output rounding (+ tf32 input rounding)
-};
-
-// RAII for the cuBLASLt descriptors.
-struct LtHandle {
-  cublasLtHandle_t h = nullptr;
-  LtHandle() { PODSIM_CUBLAS_CHECK(cublasLtCreate(&h)); }
-  ~LtHandle() {
-    if (h) cublasLtDestroy(h);
-  }
-  LtHandle(const LtHandle&) = delete;
-  LtHandle& operator=(const LtHandle&) = delete;
-};
-struct OpDesc {
-  cublasLtMatmulDesc_t d = nullptr;
-  OpDesc(cublasComputeType_t compute) {
-    PODSIM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F));
-  }
-  ~OpDesc() {
-    if (d) cublasLtMatmulDescDestroy(d);
-  }
-  OpDesc(const OpDesc&) = delete;
-  OpDesc& operator=(const OpDesc&) = delete;
-};
-struct Layout {
-  cublasLtMatrixLayout_t l = nullptr;
-  Layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
-    PODSIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows),
-                                                   static_cast<uint64_t>(cols), ld));
-  }
-  ~Layout() {
-    if (l) cublasLtMatrixLayoutDestroy(l);
-  }
-  Layout(const Layout&) = delete;
-  Layout& operator=(const Layout&) = delete;
-};
-struct Preference {
-  cublasLtMatmulPreference_t p = nullptr;
-  explicit Preference(size_t workspace) {
-    PODSIM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
-    const uint64_t ws = workspace;
-    PODSIM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-  }
-  ~Preference() {
-    if (p) cublasLtMatmulPreferenceDestroy(p);
-  }
-  Preference(const Preference&) = delete;
-  Preference& operator=(const Preference&) = delete;
 };
 
 std::vector<Shape> gemm_shapes(bool quick) {

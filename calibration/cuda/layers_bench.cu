@@ -1,10 +1,13 @@
 // Memory-bound transformer layers (bf16): RMSNorm and softmax over 4096-wide
 // rows, SwiGLU and the residual add elementwise; achieved bandwidth by size.
+// RMSNorm and the residual add are the executor's own kernels
+// (execute_kernels.cu), so a profile describes what `podsim execute` runs.
 
 #include <algorithm>
 #include <cmath>
 
 #include "calibration/cuda/common.cuh"
+#include "calibration/cuda/execute_kernels.cuh"
 
 namespace podsim::calibration::gpu {
 namespace {
@@ -30,36 +33,6 @@ __device__ float block_reduce(float v, bool is_max) {
 #pragma unroll
   for (int i = 1; i < kThreads / 32; ++i) r = is_max ? fmaxf(r, partial[i]) : r + partial[i];
   return r;
-}
-
-__global__ void __launch_bounds__(kThreads)
-    rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ out) {
-  const size_t row = blockIdx.x;
-  const uint4* xr = reinterpret_cast<const uint4*>(x + row * kWidth);
-  uint4 v[kVecPerThread];
-  float ss = 0;
-#pragma unroll
-  for (int i = 0; i < kVecPerThread; ++i) {
-    v[i] = xr[threadIdx.x + i * kThreads];
-    const bf16* e = reinterpret_cast<const bf16*>(&v[i]);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) ss += __bfloat162float(e[j]) * __bfloat162float(e[j]);
-  }
-  const float r = rsqrtf(block_reduce(ss, false) / kWidth + 1e-5f);
-  uint4* orow = reinterpret_cast<uint4*>(out + row * kWidth);
-#pragma unroll
-  for (int i = 0; i < kVecPerThread; ++i) {
-    const int idx = threadIdx.x + i * kThreads;
-    const uint4 wv = reinterpret_cast<const uint4*>(w)[idx];
-    const bf16* e = reinterpret_cast<const bf16*>(&v[i]);
-    const bf16* we = reinterpret_cast<const bf16*>(&wv);
-    uint4 o;
-    bf16* oe = reinterpret_cast<bf16*>(&o);
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      oe[j] = __float2bfloat16_rn(__bfloat162float(e[j]) * r * __bfloat162float(we[j]));
-    orow[idx] = o;
-  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -100,10 +73,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// SwiGLU: out = silu(a) * b; residual: out = a + b. n8 = elements / 8.
-template <bool kSwiglu>
-__global__ void elementwise_kernel(const bf16* __restrict__ a, const bf16* __restrict__ b,
-                                   bf16* __restrict__ out, size_t n8) {
+// SwiGLU on separate gate and up arrays: out = silu(a) * b. n8 = elements / 8.
+// (The executor's SwiGLU reads gate | up halves of one row: execute_kernels.cu.)
+__global__ void swiglu_kernel(const bf16* __restrict__ a, const bf16* __restrict__ b,
+                              bf16* __restrict__ out, size_t n8) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n8; i += stride) {
     const uint4 av = reinterpret_cast<const uint4*>(a)[i];
@@ -115,8 +88,7 @@ __global__ void elementwise_kernel(const bf16* __restrict__ a, const bf16* __res
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float x = __bfloat162float(ae[j]);
-      const float y = __bfloat162float(be[j]);
-      oe[j] = __float2bfloat16_rn(kSwiglu ? x / (1.0f + __expf(-x)) * y : x + y);
+      oe[j] = __float2bfloat16_rn(x / (1.0f + __expf(-x)) * __bfloat162float(be[j]));
     }
     reinterpret_cast<uint4*>(out)[i] = o;
   }
@@ -203,28 +175,26 @@ void measure_layers(Context& ctx) {
         for (size_t r = 0; r < sets; ++r) {
           const size_t off = r * elems;
           switch (layer) {
-            case Layer::kRmsNorm:
-              rmsnorm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(
-                  a.get() + off, w.get(), out.get() + off);
+            case Layer::kRmsNorm:  // the executor's kernel (execute_kernels.cu)
+              launch_rmsnorm_forward(a.get() + off, w.get(), out.get() + off,
+                                     static_cast<int64_t>(rows), kWidth, 1e-5f, ctx.stream);
               break;
             case Layer::kSoftmax:
               softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(
                   a.get() + off, out.get() + off);
               break;
-            case Layer::kSwiglu:
-            case Layer::kResidual: {
+            case Layer::kSwiglu: {
               const size_t n8 = elems / 8;
               const unsigned grid = static_cast<unsigned>(std::min<size_t>(
                   (n8 + 255) / 256, static_cast<size_t>(ctx.prop.multiProcessorCount) * 16));
-              if (layer == Layer::kSwiglu) {
-                elementwise_kernel<true><<<grid, 256, 0, ctx.stream>>>(a.get() + off, b.get() + off,
-                                                                       out.get() + off, n8);
-              } else {
-                elementwise_kernel<false><<<grid, 256, 0, ctx.stream>>>(
-                    a.get() + off, b.get() + off, out.get() + off, n8);
-              }
+              swiglu_kernel<<<grid, 256, 0, ctx.stream>>>(a.get() + off, b.get() + off,
+                                                          out.get() + off, n8);
               break;
             }
+            case Layer::kResidual:  // the executor's kernel
+              launch_add(a.get() + off, b.get() + off, out.get() + off, static_cast<int64_t>(elems),
+                         ctx.stream);
+              break;
           }
           PODSIM_CUDA_CHECK_LAUNCH();
         }

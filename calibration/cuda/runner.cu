@@ -48,22 +48,11 @@ Provenance read_provenance(const RunOptions& options, const cudaDeviceProp& prop
       cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, options.device));
   p.sm_clock_hz_reported = clock_khz * 1e3;
   p.mem_clock_hz_reported = mem_clock_khz * 1e3;
-  int driver = 0, runtime = 0;
-  PODSIM_CUDA_CHECK(cudaDriverGetVersion(&driver));
-  PODSIM_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  p.driver_version = version_string(driver);
-  p.runtime_version = version_string(runtime);
-  const size_t lt = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
-  p.cublas_version = std::to_string(lt / 10000) + "." + std::to_string((lt % 10000) / 100) + "." +
-                     std::to_string(lt % 100);
-#if PODSIM_HAVE_NCCL
-  int nccl = 0;
-  if (ncclGetVersion(&nccl) == ncclSuccess) {
-    // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
-    p.nccl_version = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) +
-                     "." + std::to_string(nccl % 100);
-  }
-#endif
+  const SoftwareVersions versions = software_versions();
+  p.driver_version = versions.driver;
+  p.runtime_version = versions.runtime;
+  p.cublas_version = versions.cublas;
+  p.nccl_version = versions.nccl;
   p.date_utc = utc_now();
   p.command_line = options.command_line;
   p.podsim_version = options.podsim_version;
@@ -78,6 +67,27 @@ struct Section {
 
 }  // namespace
 
+SoftwareVersions software_versions() {
+  SoftwareVersions v;
+  int driver = 0, runtime = 0;
+  PODSIM_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  PODSIM_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  v.driver = version_string(driver);
+  v.runtime = version_string(runtime);
+  const size_t lt = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+  v.cublas = std::to_string(lt / 10000) + "." + std::to_string((lt % 10000) / 100) + "." +
+             std::to_string(lt % 100);
+#if PODSIM_HAVE_NCCL
+  int nccl = 0;
+  if (ncclGetVersion(&nccl) == ncclSuccess) {
+    // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
+    v.nccl = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." +
+             std::to_string(nccl % 100);
+  }
+#endif
+  return v;
+}
+
 std::string device_unavailable_reason() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
@@ -90,17 +100,8 @@ std::string device_unavailable_reason() {
 }
 
 RawMeasurements run_calibration(const RunOptions& options) {
-  const std::string reason = device_unavailable_reason();
-  if (!reason.empty()) throw NoDeviceError(reason);
-  int count = 0;
-  PODSIM_CUDA_CHECK(cudaGetDeviceCount(&count));
-  if (options.device < 0 || options.device >= count) {
-    throw NoDeviceError("device " + std::to_string(options.device) + " does not exist (" +
-                        std::to_string(count) + " visible)");
-  }
-  PODSIM_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
-  PODSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  const int count = select_device(options.device, prop);
 
   RawMeasurements raw;
   raw.provenance = read_provenance(options, prop, count);
@@ -124,27 +125,8 @@ RawMeasurements run_calibration(const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   for (const Section& section : sections) {
     ctx.progress(std::string("== ") + section.name);
-    bool lost = false;
-    try {
-      section.run(ctx);
-      PODSIM_CUDA_CHECK(cudaSetDevice(options.device));
-      PODSIM_CUDA_CHECK(cudaDeviceSynchronize());
-    } catch (const CudaError& e) {
-      raw.errors.push_back(std::string(section.name) + ": " + e.what());
-      lost = e.sticky();
-    } catch (const std::exception& e) {
-      raw.errors.push_back(std::string(section.name) + ": " + e.what());
-    }
-    if (!lost) {
-      // A non-sticky error stays queried until read; a sticky one shows here too.
-      const cudaError_t pending = cudaDeviceSynchronize();
-      cudaGetLastError();
-      lost = is_sticky(pending);
-      if (pending != cudaSuccess && !lost) {
-        raw.errors.push_back(std::string(section.name) + ": pending CUDA error " +
-                             cudaGetErrorName(pending));
-      }
-    }
+    const bool lost =
+        run_section(section.name, options.device, raw.errors, [&] { section.run(ctx); });
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ctx.progress(std::string("   ") + section.name + " done at " +

@@ -33,6 +33,12 @@ class NoDeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Versions of the CUDA driver and runtime, cuBLASLt and NCCL ("" when not built in).
+struct SoftwareVersions {
+  std::string driver, runtime, cublas, nccl;
+};
+SoftwareVersions software_versions();
+
 /// An empty string when a CUDA device can be used, else why not (the
 /// runtime's error string for cudaGetDeviceCount, or "no devices found").
 std::string device_unavailable_reason();

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "strategies/job.h"
-#include "strategies/presets.h"
+#include "tests/strategies/model_presets.h"
 
 namespace podsim::strategies::testing {
 
@@ -12,7 +12,7 @@ namespace podsim::strategies::testing {
 inline Job preset_job(std::string_view model, int64_t seq_len, int64_t global_batch,
                       int64_t micro_batch = 1) {
   Job job;
-  job.model = *model_preset(model);
+  job.model = *testing::model_preset(model);
   job.training.seq_len = seq_len;
   job.training.global_batch = global_batch;
   job.training.micro_batch = micro_batch;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "strategies/presets.h"
+#include "tests/strategies/model_presets.h"
 #include "tests/strategies/test_util.h"
 
 namespace podsim::strategies {
@@ -24,27 +24,31 @@ TEST(Parameters, LlamaPresetsMatchHardwareMd) {
   // Llama 3 8B by hand: per layer 2*4096^2 (q,o) + 2*4096*1024 (k,v)
   // + 3*4096*14336 (SwiGLU) + 2*4096 (norms) = 218,112,000; x32, plus two
   // 128256x4096 tables and the final norm.
-  const ParamCount p8 = count_parameters(*model_preset("llama3-8b"), 8192);
+  const ParamCount p8 = count_parameters(*testing::model_preset("llama3-8b"), 8192);
   EXPECT_DOUBLE_EQ(p8.per_layer, 218'112'000.0);
   EXPECT_DOUBLE_EQ(p8.total, 8'030'261'248.0);
   EXPECT_DOUBLE_EQ(billions_rounded(p8.total, 2), 8.03);
-  EXPECT_DOUBLE_EQ(billions_rounded(count_parameters(*model_preset("llama3-70b"), 8192).total, 2),
-                   70.55);
-  EXPECT_DOUBLE_EQ(count_parameters(*model_preset("llama3-70b"), 8192).total, 70'553'706'496.0);
-  EXPECT_DOUBLE_EQ(billions_rounded(count_parameters(*model_preset("llama3-405b"), 8192).total, 2),
-                   405.85);
-  EXPECT_DOUBLE_EQ(billions_rounded(count_parameters(*model_preset("llama2-7b"), 4096).total, 2),
-                   6.74);
-  EXPECT_DOUBLE_EQ(billions_rounded(count_parameters(*model_preset("llama2-70b"), 4096).total, 2),
-                   68.98);
-  const ParamCount mix = count_parameters(*model_preset("mixtral-8x7b"), 4096);
+  EXPECT_DOUBLE_EQ(
+      billions_rounded(count_parameters(*testing::model_preset("llama3-70b"), 8192).total, 2),
+      70.55);
+  EXPECT_DOUBLE_EQ(count_parameters(*testing::model_preset("llama3-70b"), 8192).total,
+                   70'553'706'496.0);
+  EXPECT_DOUBLE_EQ(
+      billions_rounded(count_parameters(*testing::model_preset("llama3-405b"), 8192).total, 2),
+      405.85);
+  EXPECT_DOUBLE_EQ(
+      billions_rounded(count_parameters(*testing::model_preset("llama2-7b"), 4096).total, 2), 6.74);
+  EXPECT_DOUBLE_EQ(
+      billions_rounded(count_parameters(*testing::model_preset("llama2-70b"), 4096).total, 2),
+      68.98);
+  const ParamCount mix = count_parameters(*testing::model_preset("mixtral-8x7b"), 4096);
   EXPECT_DOUBLE_EQ(billions_rounded(mix.total, 1), 46.7);
   EXPECT_DOUBLE_EQ(billions_rounded(mix.active, 1), 12.9);
   EXPECT_EQ(p8.biases, 0.0);
 }
 
 TEST(Parameters, Gpt3MatchesHardwareMd) {
-  const ParamCount p = count_parameters(*model_preset("gpt3-175b"), 2048);
+  const ParamCount p = count_parameters(*testing::model_preset("gpt3-175b"), 2048);
   // 96 layers x 12 h^2 + tied 50257 x h table + 2048 x h positions + norms.
   const double h = 12288;
   EXPECT_DOUBLE_EQ(p.per_layer_matmul, 12 * h * h);

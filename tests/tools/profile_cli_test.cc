@@ -13,8 +13,11 @@ namespace {
 
 using nlohmann::json;
 
+/// A profile file of this test's own (ctest runs tests in parallel).
 std::string synthetic_profile_file() {
-  const std::string path = ::testing::TempDir() + "/synthetic-h100-profile.json";
+  const std::string path = ::testing::TempDir() + "/synthetic-h100-profile-" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                           ".json";
   calibration::write_profile(scenarios::testing::synthetic_profile(), path);
   return path;
 }

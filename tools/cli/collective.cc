@@ -19,7 +19,6 @@ using hwmodels::Algorithm;
 using hwmodels::CollectiveOp;
 using hwmodels::CollectiveResult;
 
-
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -169,7 +168,8 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     err << "podsim collective: internal error: " << e.what() << "\n";
     return 1;
   }
-  for (const std::string& note : profile_notes) err << "podsim collective: profile: " << note << "\n";
+  for (const std::string& note : profile_notes)
+    err << "podsim collective: profile: " << note << "\n";
 
   if (vm.count("json")) {
     if (vm.count("sweep")) {

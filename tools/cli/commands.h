@@ -44,6 +44,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io);
 // Commands written argc/argv-style elsewhere, adapted in adapters.cc.
 int collective_command(const std::vector<std::string>& args, CommandIo& io);
 int calibrate_command(const std::vector<std::string>& args, CommandIo& io);
+// `podsim execute` (execute.cc).
+int execute_command(const std::vector<std::string>& args, CommandIo& io);
 
 /// Prints each problem as "podsim: <label>: /path: message (hint)".
 void print_problems(std::ostream& err, std::string_view label,

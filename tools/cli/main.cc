@@ -30,6 +30,8 @@ constexpr Subcommand kSubcommands[] = {
     {"collective", "simulate one NCCL-style collective on a cluster preset's fabric",
      &collective_command},
     {"calibrate", "measure this machine's GPU and write a calibration profile", &calibrate_command},
+    {"execute", "run one GPU's share of a scenario on this GPU: measured beside predicted",
+     &execute_command},
 };
 
 void print_usage(std::ostream& out) {
@@ -45,7 +47,7 @@ void print_usage(std::ostream& out) {
   out << "\n'podsim <command> --help' shows a command's options.\n"
          "Exit status: 0 ok, 1 internal error, 2 bad input (every problem on stderr), "
          "3 no CUDA device,\n"
-         "4 calibrate: profile written but some benchmarks failed.\n";
+         "4 calibrate: profile written but some benchmarks failed; execute: a check failed.\n";
 }
 
 int dispatch(const std::vector<std::string>& args, CommandIo& io) {

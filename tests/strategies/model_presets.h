@@ -1,12 +1,21 @@
-#include "strategies/presets.h"
+#pragma once
 
+// Model shapes for the strategies tests, which cannot use the scenario
+// reader's presets (scenarios/presets/models.json, the product's single
+// source): the same dimensions, from /work/shared/reference/hardware.md
+// section 5, written as code.
 #include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
-namespace podsim::strategies {
-namespace {
+#include "strategies/model.h"
 
-ModelShape llama(std::string name, int64_t layers, int64_t hidden, int64_t ffn, int64_t heads,
-                 int64_t kv, int64_t vocab, std::string source) {
+namespace podsim::strategies::testing {
+
+inline ModelShape llama(std::string name, int64_t layers, int64_t hidden, int64_t ffn,
+                        int64_t heads, int64_t kv, int64_t vocab, std::string source) {
   ModelShape m;
   m.name = std::move(name);
   m.layers = layers;
@@ -23,7 +32,7 @@ ModelShape llama(std::string name, int64_t layers, int64_t hidden, int64_t ffn, 
   return m;
 }
 
-ModelShape make(std::string_view name) {
+inline ModelShape make(std::string_view name) {
   if (name == "gpt3-175b") {
     ModelShape m;
     m.name = "gpt3-175b";
@@ -73,15 +82,13 @@ constexpr std::array<std::string_view, 7> kNames{"gpt3-175b",   "llama2-7b",  "l
                                                  "llama3-8b",   "llama3-70b", "llama3-405b",
                                                  "mixtral-8x7b"};
 
-}  // namespace
-
-std::optional<ModelShape> model_preset(std::string_view name) {
+inline std::optional<ModelShape> model_preset(std::string_view name) {
   for (std::string_view n : kNames) {
     if (n == name) return make(name);
   }
   return std::nullopt;
 }
 
-std::vector<std::string_view> model_preset_names() { return {kNames.begin(), kNames.end()}; }
+inline std::vector<std::string_view> model_preset_names() { return {kNames.begin(), kNames.end()}; }
 
-}  // namespace podsim::strategies
+}  // namespace podsim::strategies::testing
