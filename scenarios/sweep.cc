@@ -17,6 +17,7 @@
 
 #include "hwmodels/fabric.h"
 #include "scenarios/presets.h"
+#include "scenarios/profile_fit.h"
 #include "scenarios/reader.h"
 #include "scenarios/simulate.h"
 #include "scenarios/sweep_bounds.h"
@@ -415,6 +416,17 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     }
   }
   if (!problems.empty()) return problems;
+  // The hardware each target's plans are simulated on (a calibration profile
+  // of the scenario's GPU applies to targets that keep that GPU).
+  std::vector<CalibratedHardware> hardware;
+  for (const SweepTarget& t : targets) {
+    ScenarioSpec on_target = scenario;
+    on_target.cluster = t.cluster;
+    on_target.gpus = t.gpus;
+    Result<CalibratedHardware> h = calibrated_hardware(on_target, "");
+    if (!h.ok()) return h.problems();
+    hardware.push_back(std::move(h.value()));
+  }
   SweepOutcome out;
   out.targets = std::move(targets);
   out.candidates = enumerate_plans(scenario, out.targets, options.space);
@@ -440,7 +452,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   for (auto& b : bounders) b.resize(out.targets.size());
   auto bounder = [&](unsigned worker, uint32_t target) -> PlanBounds& {
     std::unique_ptr<PlanBounds>& b = bounders[worker][target];
-    if (!b) b = std::make_unique<PlanBounds>(out.targets[target].cluster);
+    if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
     return *b;
   };
   auto job_of = [&](const SweepCandidate& c) {

@@ -153,8 +153,9 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
 }  // namespace
 
 struct PlanBounds::Impl {
-  explicit Impl(const hwmodels::ClusterSpec& cluster)
-      : gpu(cluster.gpu),
+  explicit Impl(const CalibratedHardware& hardware) : Impl(hardware.gpu, hardware.cluster) {}
+  Impl(const hwmodels::GpuModel& model, const hwmodels::ClusterSpec& cluster)
+      : gpu(model),
         fabric(hwmodels::Fabric::build(cluster)),
         levels(levels_of(cluster)),
         collectives(hwmodels::CollectiveParams::for_gpu(cluster.gpu)),
@@ -600,8 +601,8 @@ std::vector<double> memory_lower_bound_per_stage(const Job& job, const hwmodels:
                       strategies::pipeline_orders(job));
 }
 
-PlanBounds::PlanBounds(const hwmodels::ClusterSpec& cluster)
-    : impl_(std::make_unique<Impl>(cluster)) {}
+PlanBounds::PlanBounds(const CalibratedHardware& hardware)
+    : impl_(std::make_unique<Impl>(hardware)) {}
 PlanBounds::~PlanBounds() = default;
 
 PlanBounds::Bounds PlanBounds::quick(const Job& job) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "scenarios/profile_fit.h"
 #include "strategies/job.h"
 
 namespace podsim::scenarios {
@@ -57,7 +58,9 @@ std::vector<double> memory_lower_bound_per_stage(const strategies::Job& job,
 /// work costs (works repeat across plans); not thread-safe: one per thread.
 class PlanBounds {
  public:
-  explicit PlanBounds(const hwmodels::ClusterSpec& cluster);
+  /// `hardware`: what simulate() runs the plans on (calibrated_hardware of
+  /// their scenario), so that both price the same work alike.
+  explicit PlanBounds(const CalibratedHardware& hardware);
   ~PlanBounds();
   PlanBounds(const PlanBounds&) = delete;
   PlanBounds& operator=(const PlanBounds&) = delete;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/profile_fit.h"
 #include "scenarios/simulate.h"
 #include "scenarios/sweep.h"
 #include "tests/scenarios/sweep_test_util.h"
@@ -34,7 +35,12 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
   const std::vector<SweepTarget> targets = own_target(spec);
   if (targets.empty()) return out;
   const std::vector<SweepCandidate> plans = enumerate_plans(spec, targets, space);
-  PlanBounds bounds(targets.front().cluster);
+  ScenarioSpec on_target = spec;
+  on_target.cluster = targets.front().cluster;
+  Result<CalibratedHardware> hardware = calibrated_hardware(on_target, "");
+  EXPECT_TRUE(hardware.ok());
+  if (!hardware.ok()) return out;
+  PlanBounds bounds(hardware.value());
   for (size_t i = offset; i < plans.size(); i += stride) {
     const SweepCandidate& c = plans[i];
     strategies::Job job{spec.model, spec.training, c.plan, spec.options};
