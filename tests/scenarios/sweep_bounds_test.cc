@@ -13,6 +13,7 @@
 #include "scenarios/simulate.h"
 #include "scenarios/sweep.h"
 #include "tests/scenarios/sweep_test_util.h"
+#include "tests/scenarios/synthetic_profile.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -86,6 +87,22 @@ TEST(SweepBounds, DenseModelOnTwoNodes) {
   const Checked c = check_bounds(spec, 7, 5);
   EXPECT_GT(c.plans, 200u);
   // Tight where communication hides: some refined bound within 1% of the step.
+  EXPECT_GT(c.tightest_refined, 0.99);
+}
+
+TEST(SweepBounds, WithACalibrationProfile) {
+  // The simulation prices kernels with the profile's fitted curves; so must
+  // the bounds.
+  ScenarioSpec spec =
+      read_ok(small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})"));
+  const std::string path = ::testing::TempDir() + "/podsim_sweep_bounds_profile.json";
+  calibration::write_profile(testing::synthetic_profile(), path);
+  spec.cluster.gpu.profile = path;
+  Result<Report> r = simulate(spec);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  EXPECT_EQ(r.value().hardware_source, "profile " + path);
+  const Checked c = check_bounds(spec, 13, 2);
+  EXPECT_GT(c.plans, 100u);
   EXPECT_GT(c.tightest_refined, 0.99);
 }
 
