@@ -172,8 +172,8 @@ struct SweepOptions {
   bool exact_baseline_rank = false;
   /// Plans simulated (and refined) at most per round: the granularity of
   /// threshold updates.
-  size_t simulate_per_round = 16;
-  size_t refine_per_round = 128;
+  size_t simulate_per_round = 32;
+  size_t refine_per_round = 256;
   /// Worker threads in this process; 0 = all cores.
   unsigned jobs = 0;
   int partition_rank = 0;
