@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "calibration/datasheet.h"
@@ -304,9 +305,10 @@ std::vector<std::string> apply_scale_up_profile(const Profile& profile,
     from = "peer-to-peer copy rate";
   }
   if (!(achieved > 0)) {
-    notes.push_back(
-        "the profile has no multi-GPU measurements (peer-to-peer or NCCL): the "
-        "scale-up link model is unchanged");
+    constexpr std::string_view kUnchanged =
+        "the profile has no multi-GPU measurements (peer-to-peer or NCCL): the scale-up link "
+        "model is unchanged";
+    notes.emplace_back(kUnchanged);
     return notes;
   }
   cluster.scale_up.efficiency = std::min(1.0, achieved / line_rate);
