@@ -26,7 +26,7 @@ constexpr std::array<std::pair<strategies::Dim, Stream>, 3> kInTask{{
 }};
 
 /// JSON string literal (names here are ASCII; control characters escaped).
-std::string quoted(std::string_view text) {
+std::string json_quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') {
@@ -86,9 +86,9 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
   const strategies::Schedule& s = detail.schedule;
   const StepTimeline& tl = detail.timeline;
   const Report& r = detail.report;
-  out << "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"scenario\":" << quoted(r.scenario)
-      << ",\"simulation\":" << quoted(r.simulation_mode)
-      << ",\"step_time_s\":" << quoted(fixed_number(r.step_time_s, 9))
+  out << "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"scenario\":" << json_quote(r.scenario)
+      << ",\"simulation\":" << json_quote(r.simulation_mode)
+      << ",\"step_time_s\":" << json_quote(fixed_number(r.step_time_s, 9))
       << ",\"note\":\"one process per simulated GPU, one track per stream; times in "
          "microseconds\"},\n\"traceEvents\":[\n";
   bool first = true;
@@ -102,12 +102,12 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
     const std::string pid = std::to_string(rank);
     event("\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid +
           ",\"tid\":0,\"args\":{\"name\":" +
-          quoted("stage " + std::to_string(stage) + ": GPU " + std::to_string(rank)) + "}");
+          json_quote("stage " + std::to_string(stage) + ": GPU " + std::to_string(rank)) + "}");
     event("\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid +
           ",\"tid\":0,\"args\":{\"sort_index\":" + std::to_string(stage * 1000000 + rank) + "}");
     for (size_t k = 0; k < kTrackNames.size(); ++k) {
       event("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" +
-            std::to_string(k) + ",\"args\":{\"name\":" + quoted(kTrackNames[k]) + "}");
+            std::to_string(k) + ",\"args\":{\"name\":" + json_quote(kTrackNames[k]) + "}");
     }
   }
   for (TaskId id = 0; id < s.tasks.size(); ++id) {
@@ -119,12 +119,12 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
     if (t.micro_batch >= 0) args += ",\"micro_batch\":" + std::to_string(t.micro_batch);
     if (t.layer_end > t.layer_begin) {
       args += ",\"layers\":" +
-              quoted(std::to_string(t.layer_begin) + "-" + std::to_string(t.layer_end));
+              json_quote(std::to_string(t.layer_begin) + "-" + std::to_string(t.layer_end));
     }
     if (!compute) args += ",\"bytes\":" + fixed_number(t.bytes, 0);
     const std::string_view cat =
         compute ? strategies::to_string(t.kind) : strategies::to_string(t.purpose);
-    event("\"name\":" + quoted(s.task_name(id)) + ",\"cat\":" + quoted(cat) +
+    event("\"name\":" + json_quote(s.task_name(id)) + ",\"cat\":" + json_quote(cat) +
           ",\"ph\":\"X\",\"pid\":" + pid + ",\"tid\":" +
           std::to_string(static_cast<int>(t.stream)) + ",\"ts\":" + micros(ps_of(tt.start)) +
           ",\"dur\":" + micros(ps_of(tt.end) - ps_of(tt.start)) + ",\"args\":{" + args + "}");
@@ -135,11 +135,11 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
       if (seconds <= 0) continue;
       const int64_t dur = sim::Time::from_seconds_ceil(seconds).ps();
       const std::string_view track = kTrackNames[static_cast<size_t>(stream)];
-      event("\"name\":" + quoted(std::string(track) + " in " + s.task_name(id)) +
+      event("\"name\":" + json_quote(std::string(track) + " in " + s.task_name(id)) +
             ",\"cat\":\"in_task_collective\",\"ph\":\"X\",\"pid\":" + pid +
             ",\"tid\":" + std::to_string(static_cast<int>(stream)) +
             ",\"ts\":" + micros(ps_of(tt.start)) + ",\"dur\":" + micros(dur) +
-            ",\"args\":{\"exposed_s\":" + quoted(fixed_number(seconds, 9)) +
+            ",\"args\":{\"exposed_s\":" + json_quote(fixed_number(seconds, 9)) +
             ",\"note\":\"exposed time of the task's in-task collectives; their position inside "
             "the task is not simulated\"}");
     }
