@@ -537,7 +537,12 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
   out += counts_text(o) + "\n";
   out += "time and cost to train " + tokens_text(o.tokens) + " tokens (--tokens); cost in " +
          (o.cost_in_dollars ? "dollars" : "GPU-hours (no price for every GPU)") + "\n\n";
-  if (o.ranked.empty()) {
+  if (o.plans_total == 0) {
+    out +=
+        "No valid plan: no tp x cp x pp x dp split of these GPU counts passes the plan "
+        "checks (dp must divide the global batch, pp at most the layer count, tp and cp "
+        "within their limits; see the space below). Try other --gpus.\n";
+  } else if (o.ranked.empty()) {
     out += "No plan fits in memory.\n";
   } else {
     out += "Top " + std::to_string(std::min(o.top_k, o.ranked.size())) +

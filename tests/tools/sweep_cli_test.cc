@@ -85,6 +85,15 @@ TEST(SweepCli, GpuCountsAndTypesAndFilesInOut) {
   }
 }
 
+TEST(SweepCli, AGpuCountWithNoValidPlanSaysSo) {
+  // 88 = 8 x 11: the factor 11 can only go to pp, and the model has 8 layers.
+  const RunResult r = run_podsim({"sweep", small_scenario_file(), "--gpus", "88"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0 valid plans"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("No valid plan"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("No plan fits in memory"), std::string::npos) << r.out;
+}
+
 TEST(SweepCli, BadArgumentsExitTwoWithTheReason) {
   const std::string file = small_scenario_file();
   const RunResult counts = run_podsim({"sweep", file, "--gpus", "16x"});
@@ -99,7 +108,14 @@ TEST(SweepCli, BadArgumentsExitTwoWithTheReason) {
   EXPECT_NE(gpu.err.find("/sweep/gpu-types"), std::string::npos) << gpu.err;
   const RunResult top = run_podsim({"sweep", file, "--top", "0"});
   EXPECT_EQ(top.exit_code, 2);
-  for (const RunResult* r : {&counts, &odd, &gpu, &top}) {
+  // Program_options reads "-1" into an unsigned option as 4294967295 threads.
+  const RunResult jobs = run_podsim({"sweep", file, "--jobs", "-1"});
+  EXPECT_EQ(jobs.exit_code, 2);
+  EXPECT_NE(jobs.err.find("--jobs: must be between 0"), std::string::npos) << jobs.err;
+  const RunResult micro = run_podsim({"sweep", file, "--micro-batches", "0,2"});
+  EXPECT_EQ(micro.exit_code, 2);
+  EXPECT_NE(micro.err.find("--micro-batches"), std::string::npos) << micro.err;
+  for (const RunResult* r : {&counts, &odd, &gpu, &top, &jobs, &micro}) {
     EXPECT_FALSE(looks_like_a_crash(r->err)) << r->err;
   }
   const RunResult help = run_podsim({"sweep", "--help"});

@@ -6,6 +6,7 @@
 // the processes and rank 0 prints the same bytes a single process would.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,9 @@
 
 namespace podsim::cli {
 namespace {
+
+/// More worker threads than this is a typo, not a machine.
+constexpr int64_t kMaxJobs = 4096;
 
 namespace po = boost::program_options;
 
@@ -188,7 +192,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
                                                         "print the result as one JSON object")(
       "out", po::value<std::string>()->value_name("DIR"),
       "also write DIR/results.csv (every simulated plan) and DIR/report.html")(
-      "jobs", po::value<unsigned>()->default_value(0)->value_name("N"),
+      "jobs", po::value<int64_t>()->default_value(0)->value_name("N"),
       "worker threads (default: all cores)")(
       "max-tp", po::value<int64_t>()->value_name("N"),
       "largest tensor-parallel degree (default: the scale-up domain)")(
@@ -283,7 +287,15 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   scenarios::SweepOptions options;
   options.top_k = values["top"].as<size_t>();
   options.tokens = values["tokens"].as<double>();
-  options.jobs = values["jobs"].as<unsigned>();
+  // Read as a signed number: Program_options turns "-1" into 4294967295 for
+  // an unsigned option.
+  const int64_t jobs = values["jobs"].as<int64_t>();
+  if (jobs < 0 || jobs > kMaxJobs) {
+    problems.push_back({"--jobs", "must be between 0 (all cores) and " + std::to_string(kMaxJobs),
+                        "e.g. --jobs 8"});
+  } else {
+    options.jobs = static_cast<unsigned>(jobs);
+  }
   options.use_bounds = values.count("no-bounds") == 0;
   options.exact_baseline_rank = values.count("exact-rank") != 0;
   if (values.count("max-tp") != 0) options.space.max_tp = values["max-tp"].as<int64_t>();
@@ -292,6 +304,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     options.space.micro_batches.clear();
     if (!parse_counts(values["micro-batches"].as<std::string>(), options.space.micro_batches)) {
       problems.push_back({"--micro-batches", "needs sizes separated by commas", "e.g. 1,2,4"});
+    } else if (*std::min_element(options.space.micro_batches.begin(),
+                                 options.space.micro_batches.end()) < 1) {
+      problems.push_back({"--micro-batches", "every size must be at least 1", "e.g. 1,2,4"});
     }
   }
   if (options.top_k < 1) problems.push_back({"--top", "must be at least 1", ""});
