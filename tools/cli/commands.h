@@ -40,6 +40,7 @@ int run_command(const std::vector<std::string>& args, CommandIo& io);
 int validate_command(const std::vector<std::string>& args, CommandIo& io);
 int presets_command(const std::vector<std::string>& args, CommandIo& io);
 int describe_command(const std::vector<std::string>& args, CommandIo& io);
+int sweep_command(const std::vector<std::string>& args, CommandIo& io);
 // Commands written argc/argv-style elsewhere, adapted in adapters.cc.
 int collective_command(const std::vector<std::string>& args, CommandIo& io);
 int calibrate_command(const std::vector<std::string>& args, CommandIo& io);

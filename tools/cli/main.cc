@@ -22,6 +22,8 @@ constexpr Subcommand kSubcommands[] = {
      &run_command},
     {"validate", "compare simulations with measured runs of a validation-case file",
      &validate_command},
+    {"sweep", "rank every valid parallel plan of a scenario on one or more GPU counts and types",
+     &sweep_command},
     {"presets", "list the built-in model, GPU and cluster presets", &presets_command},
     {"describe", "print every scenario key: type, unit, default, allowed values",
      &describe_command},

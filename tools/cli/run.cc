@@ -1,9 +1,12 @@
-// podsim run [FILE] [--json] [--every-rank] [--profile FILE]
+// podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] [--timeline FILE]
+#include <fstream>
 #include <ostream>
 
 #include "scenarios/reader.h"
 #include "scenarios/report_format.h"
 #include "scenarios/simulate.h"
+#include "scenarios/timeline_svg.h"
+#include "scenarios/trace.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {
@@ -15,14 +18,20 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
   visible.add_options()("json", "print the report as one JSON object (the contract's keys)")(
       "every-rank", "simulate every GPU on its own instead of one per pipeline stage")(
       "profile", po::value<std::string>()->value_name("FILE"),
-      "calibration profile to use instead of datasheet efficiency curves");
+      "calibration profile to use instead of datasheet efficiency curves")(
+      "trace", po::value<std::string>()->value_name("FILE"),
+      "also write the step as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev)")(
+      "timeline", po::value<std::string>()->value_name("FILE"),
+      "also write the pipeline schedule and memory over time as an SVG picture");
   po::options_description hidden;
   hidden.add_options()("file", po::value<std::string>(), "scenario file");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map values;
   if (const std::optional<int> status = parse_arguments(
-          "run", "podsim run [FILE] [--json] [--every-rank] [--profile FILE]",
+          "run",
+          "podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] "
+          "[--timeline FILE]",
           "Simulates one optimizer step of the scenario in FILE (scenario-format.md) and prints "
           "the report. Without FILE, runs the built-in default: Llama 3 405B on 16,384 H100 of "
           "the llama3-24k cluster (TP8 CP1 PP16 DP128, seq 8192).",
@@ -43,7 +52,40 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
   scenarios::SimulateOptions options;
   if (values.count("every-rank") != 0) options.mode = scenarios::SimulationMode::kEveryRank;
   if (values.count("profile") != 0) options.profile_path = values["profile"].as<std::string>();
-  scenarios::Result<scenarios::Report> report = scenarios::simulate(spec.value(), options);
+  const std::string trace_path =
+      values.count("trace") != 0 ? values["trace"].as<std::string>() : std::string();
+  const std::string timeline_path =
+      values.count("timeline") != 0 ? values["timeline"].as<std::string>() : std::string();
+  scenarios::Result<scenarios::Report> report = std::vector<scenarios::Problem>{};
+  if (trace_path.empty() && timeline_path.empty()) {
+    report = scenarios::simulate(spec.value(), options);
+  } else {
+    // The pictures need the schedule and the task times behind the report.
+    scenarios::Result<scenarios::StepDetail> detail =
+        scenarios::simulate_detailed(spec.value(), options);
+    if (!detail.ok()) {
+      print_problems(io.err, label, detail.problems());
+      return kExitBadInput;
+    }
+    auto write = [&](const std::string& path, auto writer) {
+      std::ofstream file(path, std::ios::binary);
+      if (file) writer(file);
+      file.close();
+      if (!file) io.err << "podsim run: cannot write " << path << "\n";
+      return static_cast<bool>(file);
+    };
+    if (!trace_path.empty() && !write(trace_path, [&](std::ostream& o) {
+          scenarios::write_chrome_trace(o, detail.value());
+        })) {
+      return kExitBadInput;
+    }
+    if (!timeline_path.empty() && !write(timeline_path, [&](std::ostream& o) {
+          o << scenarios::timeline_svg(detail.value());
+        })) {
+      return kExitBadInput;
+    }
+    report = std::move(detail.value().report);
+  }
   if (!report.ok()) {
     print_problems(io.err, label, report.problems());
     return kExitBadInput;

@@ -1,0 +1,151 @@
+// The sweep's lower bounds never exceed what simulate() reports, so pruning
+// and skipping never lose a plan: checked against full simulations on
+// samples of real plan spaces (dense, MoE, multi-node groups, tight memory).
+#include "scenarios/sweep_bounds.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "scenarios/profile_fit.h"
+#include "scenarios/simulate.h"
+#include "scenarios/sweep.h"
+#include "tests/scenarios/sweep_test_util.h"
+#include "tests/scenarios/synthetic_profile.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using sweep_testing::own_target;
+using sweep_testing::read_ok;
+using sweep_testing::small_scenario;
+
+struct Checked {
+  size_t plans = 0;
+  size_t quick_pruned = 0, refined_pruned = 0;
+  double tightest_refined = 0;  ///< largest refined step bound / simulated step time
+};
+
+/// Bounds of every `stride`-th plan (from `offset`) of `spec`'s space against
+/// its simulation.
+Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
+                     const SweepSpace& space = {}) {
+  Checked out;
+  const std::vector<SweepTarget> targets = own_target(spec);
+  if (targets.empty()) return out;
+  const std::vector<SweepCandidate> plans = enumerate_plans(spec, targets, space);
+  ScenarioSpec on_target = spec;
+  on_target.cluster = targets.front().cluster;
+  Result<CalibratedHardware> hardware = calibrated_hardware(on_target, "");
+  EXPECT_TRUE(hardware.ok());
+  if (!hardware.ok()) return out;
+  PlanBounds bounds(hardware.value());
+  for (size_t i = offset; i < plans.size(); i += stride) {
+    const SweepCandidate& c = plans[i];
+    strategies::Job job{spec.model, spec.training, c.plan, spec.options};
+    job.training.micro_batch = c.micro_batch;
+    const PlanBounds::Bounds quick = bounds.quick(job);
+    const PlanBounds::Bounds refined = bounds.refined(job);
+    Result<Report> r = simulate(candidate_scenario(spec, targets.front(), c));
+    if (!r.ok()) {
+      ADD_FAILURE() << r.problems().front().to_string();
+      continue;
+    }
+    const Report& report = r.value();
+    const std::string what = "plan " + std::to_string(i);
+    ++out.plans;
+    out.quick_pruned += quick.can_fit ? 0 : 1;
+    out.refined_pruned += refined.can_fit ? 0 : 1;
+    EXPECT_LE(quick.memory_bytes, report.memory_peak_bytes) << what;
+    EXPECT_LE(refined.memory_bytes, report.memory_peak_bytes) << what;
+    if (!quick.can_fit || !refined.can_fit) {
+      EXPECT_FALSE(report.memory_fits) << what << ": pruned but fits";
+    }
+    EXPECT_LE(quick.step_s, report.step_time_s) << what;
+    EXPECT_LE(refined.step_s, report.step_time_s) << what;
+    if (refined.can_fit) {
+      EXPECT_GT(refined.step_s, 0) << what;
+      EXPECT_GE(refined.step_s, quick.step_s * (1 - 1e-6)) << what;
+      out.tightest_refined = std::max(out.tightest_refined, refined.step_s / report.step_time_s);
+    }
+    // The quick memory bound holds stage by stage.
+    const std::vector<double> per_stage =
+        memory_lower_bound_per_stage(job, targets.front().cluster.gpu);
+    EXPECT_EQ(per_stage.size(), report.per_stage.size());
+    for (size_t s = 0; s < per_stage.size() && s < report.per_stage.size(); ++s) {
+      EXPECT_LE(per_stage[s], report.per_stage[s].peak) << what << " stage " << s;
+    }
+  }
+  return out;
+}
+
+TEST(SweepBounds, DenseModelOnTwoNodes) {
+  const ScenarioSpec spec =
+      read_ok(small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})"));
+  const Checked c = check_bounds(spec, 7, 5);
+  EXPECT_GT(c.plans, 200u);
+  // Tight where communication hides: some refined bound within 1% of the step.
+  EXPECT_GT(c.tightest_refined, 0.99);
+}
+
+TEST(SweepBounds, WithACalibrationProfile) {
+  // The simulation prices kernels with the profile's fitted curves; so must
+  // the bounds.
+  ScenarioSpec spec =
+      read_ok(small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})"));
+  const std::string path = ::testing::TempDir() + "/podsim_sweep_bounds_profile.json";
+  calibration::write_profile(testing::synthetic_profile(), path);
+  spec.cluster.gpu.profile = path;
+  Result<Report> r = simulate(spec);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  EXPECT_EQ(r.value().hardware_source, "profile " + path);
+  const Checked c = check_bounds(spec, 13, 2);
+  EXPECT_GT(c.plans, 100u);
+  EXPECT_GT(c.tightest_refined, 0.99);
+}
+
+TEST(SweepBounds, TightMemoryPrunesWithoutLosingFittingPlans) {
+  // A 12 GiB GPU: many plans cannot fit, and the check above asserts that
+  // every pruned one indeed does not.
+  const ScenarioSpec spec = read_ok(
+      small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})",
+                     R"({"base": "h100-sxm-80g", "hbm": {"capacity": "12 GiB"}})", 64, 4096));
+  const Checked c = check_bounds(spec, 9, 3);
+  EXPECT_GT(c.quick_pruned, 5u);
+  EXPECT_GT(c.refined_pruned, c.quick_pruned);
+}
+
+TEST(SweepBounds, MixtureOfExpertsWithExpertParallelism) {
+  const ScenarioSpec spec = read_ok(R"({"name": "small moe",
+    "model": {"layers": 4, "hidden": 1024, "ffn_hidden": 2048, "heads": 16, "kv_heads": 4,
+              "vocab": 32000, "moe": {"experts": 8, "top_k": 2, "ffn_hidden": 2048}},
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 2}, "gpus": 16,
+    "training": {"seq_len": 2048, "global_batch": 32, "micro_batch": 1},
+    "parallelism": {"tp": 2, "dp": 8, "ep": 4, "sequence_parallel": true}})");
+  SweepSpace space;
+  space.micro_batches = {1, 2};
+  const Checked c = check_bounds(spec, 11, 7, space);
+  EXPECT_GT(c.plans, 100u);
+}
+
+TEST(SweepBounds, GroupsAcrossNodesOfARack) {
+  // Llama 3's cluster: racks of 2 nodes under pods. TP x CP groups of 16 span
+  // the two nodes of a rack and are priced on a cut-down copy of one rack;
+  // the simulation prices them on the whole fabric.
+  const ScenarioSpec spec = read_ok(R"({"name": "rack groups",
+    "model": {"layers": 8, "hidden": 1024, "ffn_hidden": 4096, "heads": 16, "kv_heads": 4,
+              "vocab": 32000},
+    "cluster": {"base": "llama3-24k", "nodes": 8}, "gpus": 64,
+    "training": {"seq_len": 8192, "global_batch": 16, "micro_batch": 1},
+    "parallelism": {"tp": 8, "cp": 2, "pp": 2, "dp": 2, "sequence_parallel": true}})");
+  SweepSpace space;
+  space.micro_batches = {1};
+  space.max_tp = 8;
+  const Checked c = check_bounds(spec, 9, 1, space);
+  EXPECT_GT(c.plans, 60u);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios

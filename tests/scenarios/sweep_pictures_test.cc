@@ -1,0 +1,196 @@
+// The pictures of a simulated step and of a sweep: the Chrome trace is valid
+// JSON with one process per simulated GPU, one track per stream and one
+// event per task at its simulated times; the timeline SVG is well-formed
+// and its bars sit at the tasks' times; the sweep's HTML refers to nothing
+// outside itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "scenarios/simulate.h"
+#include "scenarios/sweep.h"
+#include "scenarios/sweep_report.h"
+#include "scenarios/timeline_svg.h"
+#include "scenarios/trace.h"
+#include "tests/scenarios/sweep_test_util.h"
+#include "tests/scenarios/sweep_xml_check.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using sweep_testing::read_ok;
+using sweep_testing::small_scenario;
+using sweep_testing::xml_problem;
+using sweep_testing::XmlAttributes;
+
+/// A 4-stage interleaved pipeline with ZeRO-1 (parameter gathers), data
+/// parallelism (gradient syncs) and TP collectives inside the compute tasks.
+StepDetail pipeline_step() {
+  const ScenarioSpec spec =
+      read_ok(small_scenario(4, 32,
+                             R"({"tp": 2, "pp": 4, "dp": 4, "sequence_parallel": true, "zero": 1,
+          "pipeline": {"schedule": "interleaved_1f1b", "virtual_stages": 2},
+          "recompute": "selective"})"));
+  Result<StepDetail> detail = simulate_detailed(spec);
+  EXPECT_TRUE(detail.ok());
+  return detail.ok() ? std::move(detail.value()) : StepDetail{};
+}
+
+TEST(StepTimeline, TheXmlCheckerCatchesBrokenDocuments) {
+  EXPECT_EQ(xml_problem("<svg a=\"1\"><g><rect/></g></svg>"), "");
+  EXPECT_NE(xml_problem("<svg><g></svg>"), "");                 // mismatched
+  EXPECT_NE(xml_problem("<svg a=1/>"), "");                     // unquoted
+  EXPECT_NE(xml_problem("<svg><text>a & b</text></svg>"), "");  // bare &
+  EXPECT_NE(xml_problem("<svg/><svg/>"), "");                   // two roots
+  EXPECT_NE(xml_problem("<svg>"), "");                          // unclosed
+}
+
+TEST(StepTrace, OneProcessPerGpuOneTrackPerStreamOneEventPerTask) {
+  const StepDetail d = pipeline_step();
+  const strategies::Schedule& s = d.schedule;
+  ASSERT_EQ(s.ranks.size(), 4u);
+  const nlohmann::json trace = nlohmann::json::parse(chrome_trace_json(d));
+  const nlohmann::json& events = trace.at("traceEvents");
+  const TraceCounts counts = trace_counts(d);
+  EXPECT_EQ(events.size(), counts.total());
+  EXPECT_EQ(counts.task_events, s.tasks.size());
+  EXPECT_GT(counts.in_task_events, 0u);  // TP collectives of the tp=2 forwards
+
+  std::set<int64_t> processes;
+  std::map<int64_t, std::set<int>> tracks;
+  size_t task_events = 0;
+  std::map<std::string, size_t> name_count;
+  for (const nlohmann::json& e : events) {
+    const std::string ph = e.at("ph");
+    const std::string name = e.at("name");
+    if (ph == "M") {
+      if (name == "process_name") processes.insert(e.at("pid").get<int64_t>());
+      if (name == "thread_name") tracks[e.at("pid").get<int64_t>()].insert(e.at("tid").get<int>());
+      continue;
+    }
+    ASSERT_EQ(ph, "X");
+    if (e.at("cat") == "in_task_collective") continue;
+    ++task_events;
+    ++name_count[name];
+  }
+  EXPECT_EQ(processes, std::set<int64_t>(s.ranks.begin(), s.ranks.end()));
+  for (int64_t rank : s.ranks) EXPECT_EQ(tracks[rank].size(), 8u);
+  EXPECT_EQ(task_events, s.tasks.size());
+
+  // Every task's event: its name, stream and simulated times in microseconds.
+  size_t checked = 0;
+  for (const nlohmann::json& e : events) {
+    if (e.at("ph") != "X" || e.at("cat") == "in_task_collective") continue;
+    const std::string name = e.at("name");
+    if (name_count[name] != 1) continue;  // match unique names only
+    for (strategies::TaskId id = 0; id < s.tasks.size(); ++id) {
+      if (s.task_name(id) != name) continue;
+      EXPECT_EQ(e.at("tid").get<int>(), static_cast<int>(s.tasks[id].stream));
+      EXPECT_EQ(e.at("pid").get<int64_t>(), s.tasks[id].rank);
+      EXPECT_NEAR(e.at("ts").get<double>(), d.timeline.tasks[id].start.seconds() * 1e6, 1e-6);
+      EXPECT_NEAR(e.at("dur").get<double>(),
+                  (d.timeline.tasks[id].end - d.timeline.tasks[id].start).seconds() * 1e6, 1e-6);
+      ++checked;
+      break;
+    }
+  }
+  EXPECT_GT(checked, s.tasks.size() / 2);
+}
+
+TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
+  const StepDetail d = pipeline_step();
+  const strategies::Schedule& s = d.schedule;
+  const std::string svg = timeline_svg(d);
+  double x0 = -1, scale = -1;
+  std::map<int64_t, std::pair<double, double>> bars;  // task -> x, width
+  size_t idle = 0;
+  std::map<int64_t, double> peak_gib;
+  const std::string problem =
+      xml_problem(svg, [&](const std::string& name, const XmlAttributes& a) {
+        if (name == "g" && a.count("data-px-per-s") != 0) {
+          x0 = std::stod(a.at("data-x0"));
+          scale = std::stod(a.at("data-px-per-s"));
+        }
+        if (name == "rect" && a.count("data-task") != 0) {
+          bars[std::stoll(a.at("data-task"))] = {std::stod(a.at("x")), std::stod(a.at("width"))};
+        }
+        if (name == "rect" && a.count("class") != 0 && a.at("class") == "idle") ++idle;
+        if (name == "polyline" && a.count("data-stage") != 0) {
+          peak_gib[std::stoll(a.at("data-stage"))] = std::stod(a.at("data-peak-gib"));
+        }
+      });
+  ASSERT_EQ(problem, "");
+  ASSERT_GT(scale, 0);
+  EXPECT_EQ(bars.size(), s.tasks.size());
+  for (strategies::TaskId id = 0; id < s.tasks.size(); ++id) {
+    ASSERT_EQ(bars.count(id), 1u) << s.task_name(id);
+    const double start = d.timeline.tasks[id].start.seconds();
+    const double end = d.timeline.tasks[id].end.seconds();
+    // Two decimals in the file.
+    EXPECT_NEAR(bars[id].first, x0 + start * scale, 0.0051) << s.task_name(id);
+    EXPECT_NEAR(bars[id].second, (end - start) * scale, 0.0051) << s.task_name(id);
+  }
+  // Four stages, each idle before its first forward except stage 0's warm-up:
+  // the pipeline bubbles show.
+  EXPECT_GE(idle, 3u);
+  // The memory curves reach the report's per-stage peaks (same accounting).
+  ASSERT_EQ(peak_gib.size(), d.report.per_stage.size());
+  for (const StageMemory& m : d.report.per_stage) {
+    EXPECT_NEAR(peak_gib[m.stage], m.peak / (1024.0 * 1024 * 1024), 0.0006) << m.stage;
+  }
+}
+
+TEST(SweepReport, HtmlIsSelfContainedAndJsonHasTheContractKeys) {
+  const ScenarioSpec spec =
+      read_ok(small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})"));
+  SweepOptions options;
+  options.top_k = 4;
+  options.space.micro_batches = {1};
+  std::vector<SweepTarget> targets;
+  for (int64_t gpus : {8, 16})
+    targets.push_back(make_sweep_target(spec, gpus, std::nullopt).value());
+  Result<SweepOutcome> run = run_sweep(spec, targets, options);
+  ASSERT_TRUE(run.ok());
+  const SweepOutcome& o = run.value();
+  const std::vector<std::string> space = describe_sweep_space(spec, o.targets, options.space);
+
+  const std::string html = sweep_html(spec, o, space);
+  for (const char* outside : {"http:", "https:", "src=", "@import", "url(", "<script", "<link"}) {
+    EXPECT_EQ(html.find(outside), std::string::npos) << outside;
+  }
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("<table>"), std::string::npos);
+  EXPECT_EQ(html.rfind("</html>\n"), html.size() - 8);
+
+  const nlohmann::json j = sweep_to_json(spec, o, space);
+  for (const char* key : {"plans_total", "plans_pruned_memory", "plans_simulated",
+                          "plans_skipped_by_bound", "results", "pareto", "baseline"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j.at("plans_total").get<uint64_t>(), o.plans_total);
+  const nlohmann::json& results = j.at("results");
+  ASSERT_EQ(results.size(), 4u);
+  double previous = 0;
+  for (const nlohmann::json& r : results) {
+    for (const char* key :
+         {"plan", "step_time_s", "tokens_per_s", "mfu", "memory_peak_bytes", "cost_usd"}) {
+      EXPECT_TRUE(r.contains(key)) << key;
+    }
+    for (const char* key : {"dp", "tp", "pp", "cp", "ep", "zero", "pipeline", "recompute",
+                            "micro_batch", "gpus", "gpu"}) {
+      EXPECT_TRUE(r.at("plan").contains(key)) << key;
+    }
+    EXPECT_GE(r.at("step_time_s").get<double>(), previous);
+    previous = r.at("step_time_s").get<double>();
+  }
+  // Every simulated plan that fits is a CSV row.
+  const std::string csv = sweep_csv(o);
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), o.ranked.size() + 1);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios

@@ -1,0 +1,295 @@
+// The sweep: which plans it enumerates, that bounds and threads and
+// processes never change its answer, and its cost and Pareto arithmetic.
+#include "scenarios/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "scenarios/sweep_hardware.h"
+#include "scenarios/sweep_report.h"
+#include "strategies/job.h"
+#include "tests/scenarios/sweep_test_util.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using strategies::PipelineSchedule;
+using sweep_testing::own_target;
+using sweep_testing::read_ok;
+using sweep_testing::small_scenario;
+using sweep_testing::sweep_ok;
+
+constexpr const char* kPlan = R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})";
+
+std::string outcome_text(const ScenarioSpec& spec, const SweepOutcome& o) {
+  const std::vector<std::string> space;
+  return sweep_json_text(spec, o, space) + sweep_csv(o);
+}
+
+TEST(SweepEnumeration, TinySpaceCountedByHand) {
+  // 4 GPUs, 4 layers, 4 heads: tp in {1, 2, 4}; cp 1; pp dividing 4/tp;
+  // micro-batch 1; no recompute; ZeRO-0; global batch 8 (m = 8 / dp).
+  //   tp1 pp1 dp4: no pipeline, 1f1b only                         1
+  //   tp1 pp2 dp2: m=4; gpipe, 1f1b, zero_bubble, interleaved v=2  4
+  //                (v divides ceil(4/2)=2, m % pp = 0)
+  //   tp1 pp4 dp1: m=8; gpipe, 1f1b, zero_bubble (ceil(4/4)=1: no v) 3
+  //   tp2 pp1 dp2:                                                 1
+  //   tp2 pp2 dp1: m=8; four schedules as above                    4
+  //   tp4 pp1 dp1:                                                 1
+  // = 14.
+  const ScenarioSpec spec = read_ok(R"({"name": "tiny",
+    "model": {"layers": 4, "hidden": 256, "ffn_hidden": 1024, "heads": 4, "vocab": 1000},
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 1}, "gpus": 4,
+    "training": {"seq_len": 1024, "global_batch": 8, "micro_batch": 1},
+    "parallelism": {"dp": 4}})");
+  SweepSpace space;
+  space.micro_batches = {1};
+  space.recompute = {strategies::RecomputeMode::kNone};
+  space.zero = {0};
+  space.max_cp = 1;
+  const std::vector<SweepCandidate> plans = enumerate_plans(spec, own_target(spec), space);
+  ASSERT_EQ(plans.size(), 14u);
+  // Canonical order: tp, then cp, pp, ..., schedule, virtual stages.
+  EXPECT_EQ(plans.front().plan.tp, 1);
+  EXPECT_EQ(plans.front().plan.pp, 1);
+  EXPECT_EQ(plans[1].plan.pp, 2);
+  EXPECT_EQ(plans[1].plan.schedule, PipelineSchedule::kGpipe);
+  EXPECT_EQ(plans[3].plan.schedule, PipelineSchedule::kInterleavedOneFOneB);
+  EXPECT_EQ(plans[3].plan.virtual_stages, 2);
+  EXPECT_EQ(plans.back().plan.tp, 4);
+  for (const SweepCandidate& c : plans) {
+    EXPECT_EQ(c.plan.tp * c.plan.pp * c.plan.dp * c.plan.cp, 4);
+    EXPECT_EQ(c.plan.sequence_parallel, c.plan.tp > 1);  // the scenario has tp = 1
+  }
+}
+
+TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
+  const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
+  const std::vector<SweepCandidate> plans = enumerate_plans(spec, own_target(spec), {});
+  ASSERT_GT(plans.size(), 500u);
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int, int64_t, int, int64_t>>
+      seen;
+  for (const SweepCandidate& c : plans) {
+    const strategies::ParallelPlan& p = c.plan;
+    if (p.shard_group > 0) {
+      EXPECT_EQ(p.zero, 3);
+      EXPECT_EQ((p.dp * p.cp) % p.shard_group, 0);
+      EXPECT_LT(p.shard_group, p.dp * p.cp);
+    }
+    if (p.dp * p.cp == 1) {
+      EXPECT_EQ(p.zero, 0);
+    }
+    EXPECT_LE(p.tp, 8);  // the scale-up domain
+    EXPECT_LE(p.cp, 2);  // seq_len / 1024
+    strategies::Job job{spec.model, spec.training, p, spec.options};
+    job.training.micro_batch = c.micro_batch;
+    EXPECT_TRUE(strategies::validate(job).empty());
+    // No plan twice.
+    EXPECT_TRUE(seen.emplace(p.tp, p.cp, p.pp, p.dp, static_cast<int>(p.schedule), p.virtual_stages,
+                             static_cast<int>(p.recompute.mode), c.micro_batch, p.zero,
+                             p.shard_group)
+                    .second);
+  }
+}
+
+TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
+  const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
+  Result<SweepGpu> b200 = sweep_gpu_preset("b200");
+  ASSERT_TRUE(b200.ok());
+  Result<SweepTarget> t = make_sweep_target(spec, 32, b200.value());
+  ASSERT_TRUE(t.ok());
+  const SweepTarget& target = t.value();
+  EXPECT_EQ(target.gpu, "b200");
+  EXPECT_EQ(target.cluster.nodes, 4);
+  EXPECT_EQ(target.cluster.gpu.name, "b200");
+  // NVLink5: 900 GB/s per direction, 682.2 of it through NCCL (hardware.md 3.2).
+  EXPECT_DOUBLE_EQ(target.cluster.scale_up.bw_bytes_per_s, 900e9);
+  EXPECT_DOUBLE_EQ(target.cluster.scale_up.efficiency, 682.2 / 900.0);
+  EXPECT_TRUE(target.cluster.gpu.has_nvls);
+  // The scale-out network is the scenario's.
+  EXPECT_EQ(target.cluster.scale_out.nic_bw_bytes_per_s, spec.cluster.scale_out.nic_bw_bytes_per_s);
+  EXPECT_EQ(target.cluster.scale_out.tiers.size(), spec.cluster.scale_out.tiers.size());
+  ASSERT_TRUE(target.price_per_gpu_hour.has_value());
+  EXPECT_DOUBLE_EQ(*target.price_per_gpu_hour, reference_price("b200")->usd_per_gpu_hour);
+  EXPECT_NE(target.note.find("NVLink5"), std::string::npos) << target.note;
+
+  // A GPU count that is no whole number of nodes is refused.
+  Result<SweepTarget> odd = make_sweep_target(spec, 20, std::nullopt);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.problems().front().path, "/sweep/gpus");
+  // An unknown GPU preset names the key.
+  Result<SweepGpu> unknown = sweep_gpu_preset("h100-sxm-800g");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.problems().front().path.rfind("/sweep/gpu-types", 0), 0u)
+      << unknown.problems().front().to_string();
+}
+
+TEST(SweepTargets, TheClusterPriceAppliesToItsOwnGpu) {
+  ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
+  spec.cluster.price_per_gpu_hour = 2.25;
+  Result<SweepTarget> own = make_sweep_target(spec, 16, std::nullopt);
+  ASSERT_TRUE(own.ok());
+  EXPECT_DOUBLE_EQ(*own.value().price_per_gpu_hour, 2.25);
+  Result<SweepTarget> h200 = make_sweep_target(spec, 16, sweep_gpu_preset("h200-sxm-141g").value());
+  ASSERT_TRUE(h200.ok());
+  EXPECT_DOUBLE_EQ(*h200.value().price_per_gpu_hour,
+                   reference_price("h200-sxm-141g")->usd_per_gpu_hour);
+  // H200 has the H100's NVLink4.
+  EXPECT_DOUBLE_EQ(h200.value().cluster.scale_up.bw_bytes_per_s, 450e9);
+}
+
+class SmallSweep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec_ = read_ok(small_scenario(2, 16, kPlan));
+    options_.space.micro_batches = {1, 2};
+    options_.top_k = 5;
+    options_.jobs = 2;
+  }
+  ScenarioSpec spec_;
+  SweepOptions options_;
+};
+
+TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
+  // Without bounds every plan that can fit is simulated: a smaller space.
+  options_.space.micro_batches = {1};
+  options_.space.recompute = {strategies::RecomputeMode::kNone, strategies::RecomputeMode::kFull};
+  SweepOptions all = options_;
+  all.use_bounds = false;
+  const SweepOutcome with = sweep_ok(spec_, own_target(spec_), options_);
+  const SweepOutcome without = sweep_ok(spec_, own_target(spec_), all);
+  // The bound did skip plans (else this test shows nothing) ...
+  EXPECT_GT(with.plans_skipped_by_bound, with.plans_total / 2);
+  EXPECT_EQ(without.plans_skipped_by_bound, 0u);
+  EXPECT_EQ(with.plans_pruned_memory + with.plans_skipped_by_bound + with.plans_simulated,
+            with.plans_total);
+  EXPECT_EQ(without.plans_pruned_memory + without.plans_simulated, without.plans_total);
+  // ... and the top K is the same plans with the same numbers.
+  ASSERT_GE(with.ranked.size(), options_.top_k);
+  ASSERT_GE(without.ranked.size(), options_.top_k);
+  for (size_t k = 0; k < options_.top_k; ++k) {
+    EXPECT_EQ(with.ranked[k].index, without.ranked[k].index) << "rank " << k + 1;
+    EXPECT_EQ(with.ranked[k].outcome.step_time_s, without.ranked[k].outcome.step_time_s);
+  }
+  // The bound of every simulated plan is below its step time.
+  for (const RankedPlan& r : without.ranked) {
+    EXPECT_LE(r.step_lower_bound_s, r.outcome.step_time_s);
+  }
+  // The baseline's rank is exact without bounds, and inside the range with them.
+  ASSERT_TRUE(without.baseline && without.baseline->rank && with.baseline && with.baseline->rank);
+  EXPECT_EQ(without.baseline->rank, without.baseline->rank_worst);
+  EXPECT_LE(*with.baseline->rank, *without.baseline->rank);
+  EXPECT_GE(*with.baseline->rank_worst, *without.baseline->rank);
+  ASSERT_TRUE(without.baseline->index.has_value());
+  EXPECT_EQ(without.ranked[*without.baseline->rank - 1].index, *without.baseline->index);
+}
+
+TEST_F(SmallSweep, ThreadsDoNotChangeTheBytes) {
+  SweepOptions one = options_;
+  one.jobs = 1;
+  SweepOptions three = options_;
+  three.jobs = 3;
+  EXPECT_EQ(outcome_text(spec_, sweep_ok(spec_, own_target(spec_), one)),
+            outcome_text(spec_, sweep_ok(spec_, own_target(spec_), three)));
+}
+
+/// An in-memory all-gather for `size` partitions running in threads.
+class Gather {
+ public:
+  explicit Gather(int size) : size_(size), slots_(static_cast<size_t>(size)) {}
+  std::vector<std::string> operator()(int rank, const std::string& mine) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t round = round_;
+    slots_[static_cast<size_t>(rank)] = mine;
+    if (++arrived_ == size_) {
+      result_ = slots_;
+      arrived_ = 0;
+      ++round_;
+      ready_.notify_all();
+    } else {
+      ready_.wait(lock, [&] { return round_ != round; });
+    }
+    return result_;
+  }
+
+ private:
+  int size_;
+  std::vector<std::string> slots_, result_;
+  int arrived_ = 0;
+  uint64_t round_ = 0;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+};
+
+TEST_F(SmallSweep, PartitionsGiveTheSingleProcessBytes) {
+  const std::string single = outcome_text(spec_, sweep_ok(spec_, own_target(spec_), options_));
+  constexpr int kParts = 3;
+  Gather gather(kParts);
+  std::vector<std::string> texts(kParts);
+  std::vector<std::thread> parts;
+  for (int rank = 0; rank < kParts; ++rank) {
+    parts.emplace_back([&, rank] {
+      SweepOptions o = options_;
+      o.jobs = 1;
+      o.partition_rank = rank;
+      o.partition_size = kParts;
+      o.exchange = [&gather, rank](const std::string& mine) { return gather(rank, mine); };
+      texts[static_cast<size_t>(rank)] = outcome_text(spec_, sweep_ok(spec_, own_target(spec_), o));
+    });
+  }
+  for (std::thread& t : parts) t.join();
+  for (const std::string& text : texts) EXPECT_EQ(text, single);
+}
+
+TEST_F(SmallSweep, CostAndParetoFront) {
+  Result<SweepTarget> small = make_sweep_target(spec_, 8, std::nullopt);
+  Result<SweepTarget> large = make_sweep_target(spec_, 16, std::nullopt);
+  Result<SweepTarget> h200 =
+      make_sweep_target(spec_, 16, sweep_gpu_preset("h200-sxm-141g").value());
+  ASSERT_TRUE(small.ok() && large.ok() && h200.ok());
+  options_.tokens = 1e9;
+  const SweepOutcome o = sweep_ok(spec_, {small.value(), large.value(), h200.value()}, options_);
+  ASSERT_TRUE(o.cost_in_dollars);
+  ASSERT_FALSE(o.ranked.empty());
+  const double tokens_per_step =
+      static_cast<double>(spec_.training.global_batch * spec_.training.seq_len);
+  for (const RankedPlan& r : o.ranked) {
+    const SweepTarget& t = o.targets[o.candidates[r.index].target];
+    EXPECT_NEAR(r.outcome.tokens_per_s * r.outcome.step_time_s, tokens_per_step,
+                1e-9 * tokens_per_step);
+    EXPECT_NEAR(r.train_time_s, 1e9 / r.outcome.tokens_per_s, 1e-9 * r.train_time_s);
+    EXPECT_NEAR(r.gpu_hours, r.train_time_s / 3600 * static_cast<double>(t.gpus),
+                1e-9 * r.gpu_hours);
+    EXPECT_NEAR(*r.cost_usd, r.gpu_hours * *t.price_per_gpu_hour, 1e-9 * *r.cost_usd);
+  }
+  // The front, by brute force over all pairs: a plan is dominated by another
+  // that is no slower and no dearer, better in one of the two or, on an exact
+  // tie, earlier in the ranking.
+  std::vector<size_t> front;
+  for (size_t k = 0; k < o.ranked.size(); ++k) {
+    bool dominated = false;
+    for (size_t j = 0; j < o.ranked.size() && !dominated; ++j) {
+      if (j == k) continue;
+      const double tj = o.ranked[j].train_time_s, tk = o.ranked[k].train_time_s;
+      const double cj = *o.ranked[j].cost_usd, ck = *o.ranked[k].cost_usd;
+      dominated = tj <= tk && cj <= ck && (tj < tk || cj < ck || j < k);
+    }
+    if (!dominated) front.push_back(k);
+  }
+  EXPECT_EQ(o.pareto, front);
+  // Each target's best plan is simulated even when others are faster.
+  std::set<uint32_t> targets_ranked;
+  for (const RankedPlan& r : o.ranked) targets_ranked.insert(o.candidates[r.index].target);
+  EXPECT_EQ(targets_ranked.size(), 3u);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
