@@ -18,12 +18,18 @@ using testing::h100;
 
 double tflops(const KernelCost& c) { return c.flops / c.time_s / 1e12; }
 
-TEST(GemmEfficiency, WaveQuantisationCountsTilesOverSms) {
+/// Plateau 1, 128 x 256 tiles, no K ramp: only the tile and wave model left.
+KernelEfficiency tiles_only() {
   KernelEfficiency p;
   p.gemm_plateau.fill(1.0);
   p.gemm_tile_m = 128;
   p.gemm_tile_n = 256;
   p.gemm_k_overhead = 0;
+  return p;
+}
+
+TEST(GemmEfficiency, WaveQuantisationCountsTilesOverSms) {
+  const KernelEfficiency p = tiles_only();
   // 1024 x 1024: 8 x 4 = 32 tiles, one partial wave on 132 SMs.
   GemmEfficiency e = gemm_efficiency(p, 132, GemmShape{1024, 1024, 4096, 1}, NumberFormat::kBf16);
   EXPECT_EQ(e.tiles, 32);
@@ -144,11 +150,7 @@ TEST(GemmTime, H100Bf16SquareSweepMatchesCublas) {
 }
 
 TEST(GemmEfficiency, NarrowProblemsGetNarrowTiles) {
-  KernelEfficiency p;
-  p.gemm_plateau.fill(1.0);
-  p.gemm_tile_m = 128;
-  p.gemm_tile_n = 256;
-  p.gemm_k_overhead = 0;
+  const KernelEfficiency p = tiles_only();
   // n = 1 (a GEMV): one 8-column MMA step, not a 256-column tile.
   GemmEfficiency e = gemm_efficiency(p, 132, GemmShape{128 * 132, 1, 64, 1}, NumberFormat::kBf16);
   EXPECT_EQ(e.tiles, 132);
