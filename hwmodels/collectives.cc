@@ -1,10 +1,10 @@
 #include "hwmodels/collectives.h"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -585,6 +585,19 @@ CollectiveParams CollectiveParams::for_gpu(const GpuSpec& gpu) {
     p.nvls_efficiency = 0.74;
   }
   return p;
+}
+
+int kernel_sms(const Fabric& fabric, const std::vector<int64_t>& group,
+               const CollectiveParams& params) {
+  std::map<int64_t, int> per_domain;
+  for (const int64_t gpu : group) {
+    if (gpu >= 0 && gpu < fabric.gpu_count()) ++per_domain[fabric.domain_of(gpu)];
+  }
+  if (per_domain.size() <= 1) return params.kernel_sms;
+  int most = 0;
+  for (const auto& [domain, members] : per_domain) most = std::max(most, members);
+  const int nics = most == 1 ? 1 : std::max(1, fabric.spec().scale_out.nics_per_node);
+  return std::min(params.kernel_sms, params.net_channels_per_nic * nics);
 }
 
 double CollectivePlan::total_bytes() const {

@@ -87,14 +87,19 @@ struct CollectiveParams {
   double nvls_efficiency = 0.85;
   /// Largest all-to-all simulated flow by flow (n(n-1) flows).
   int64_t max_all_to_all_ranks = 1024;
-  /// SMs an NCCL kernel holds while it runs: one CTA per channel, each on an
-  /// SM of its own (NCCL's CTAs use up to 640 threads and their own shared
-  /// memory, leaving no room for a GEMM's CTA). NCCL's ring search on
-  /// NVSwitch nodes finds 16 channels and duplicates them to 32, the
-  /// MAXCHANNELS cap ("32 coll channels ... 32 p2p channels per peer" in the
-  /// NCCL INFO lines at communicator init on 8-GPU nodes). Compute running
-  /// beside a collective gets the other SMs. >= 0.
+  /// SMs an NCCL kernel inside one NVLink domain holds while it runs: one
+  /// CTA per channel, each on an SM of its own (NCCL's CTAs use up to 640
+  /// threads and their own shared memory, leaving no room for a GEMM's CTA).
+  /// NCCL's ring search on NVSwitch nodes finds 16 channels and duplicates
+  /// them to 32, the MAXCHANNELS cap ("32 coll channels ... 32 p2p channels
+  /// per peer" in the NCCL INFO lines at communicator init on 8-GPU nodes).
+  /// Compute running beside it gets the other SMs. >= 0.
   int kernel_sms = 32;
+  /// Channels (SMs) per NIC a communicator's traffic leaves a node through:
+  /// NCCL_NCHANNELS_PER_NET_PEER's default 2 ("2 p2p channels per peer" on
+  /// multi-node communicators; 2 x 8 NICs = "16 coll channels" on a
+  /// 32-rank, 4-node one). >= 0.
+  int net_channels_per_nic = 2;
 
   /// Defaults for a GPU (nvls_efficiency 0.74 on Blackwell names).
   static CollectiveParams for_gpu(const GpuSpec& gpu);
@@ -178,6 +183,14 @@ struct CollectiveResult {
   double busbw_bytes_per_s = 0;  ///< algbw x bus_bandwidth_factor
   uint64_t events = 0;
 };
+
+/// SMs the NCCL kernel of a collective (or send/recv) among `group` holds
+/// while it runs: params.kernel_sms inside one NVLink domain; across domains
+/// net_channels_per_nic per NIC its traffic leaves a node through (one member
+/// per domain: its own NIC; several: every NIC of the node), at most
+/// kernel_sms.
+int kernel_sms(const Fabric& fabric, const std::vector<int64_t>& group,
+               const CollectiveParams& params);
 
 CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,
                                     std::span<const int64_t> group, double bytes,

@@ -120,10 +120,13 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
     const uint32_t ci = timeline.task_cost[id];
     if (ci != StepTimeline::kNoCost) {
       const WorkCost& c = timeline.costs[ci];
+      // What NCCL kernels of other streams took from the task's SMs while it
+      // ran stretched it beyond its price: compute time too.
+      const double stretched = std::max(0.0, seconds(tt.end) - seconds(tt.start) - c.duration_s);
       if (task.kind == TaskKind::kRecompute) {
-        b.recompute += c.compute_s + c.recompute_s;
+        b.recompute += c.compute_s + c.recompute_s + stretched;
       } else {
-        b.compute += c.compute_s;
+        b.compute += c.compute_s + stretched;
         b.recompute += c.recompute_s;
       }
       b.optimizer += c.optimizer_s;

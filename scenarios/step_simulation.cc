@@ -45,6 +45,13 @@ GroupKind group_kind_of(Dim dim) {
   return GroupKind::kTp;
 }
 
+/// SMs held as a fraction of the GPU's, below 1.
+double sm_share(int held_sms, const hwmodels::GpuModel& gpu) {
+  const int sms = gpu.spec().sms;
+  if (sms <= 0) return 0.0;
+  return std::clamp(static_cast<double>(held_sms) / sms, 0.0, 0.9);
+}
+
 /// Prices ops and works; caches what repeats (every rank of a stage runs the
 /// same works, and the same collective on congruent groups).
 class Pricer {
@@ -67,12 +74,10 @@ class Pricer {
     return t;
   }
 
-  /// Fraction of the GPU's SMs an NCCL kernel running beside compute holds
-  /// (CollectiveParams::kernel_sms over GpuSpec::sms), below 1.
-  double comm_sm_share() const {
-    const int sms = hw_.gpu.spec().sms;
-    if (sms <= 0) return 0.0;
-    return std::clamp(static_cast<double>(hw_.collectives.kernel_sms) / sms, 0.0, 0.9);
+  /// Fraction of the GPU's SMs the NCCL kernel of a collective among
+  /// `group` holds while it runs (hwmodels::kernel_sms over GpuSpec::sms).
+  double comm_sm_share(const std::vector<int64_t>& group) const {
+    return sm_share(hwmodels::kernel_sms(hw_.fabric, group, hw_.collectives), hw_.gpu);
   }
 
   /// Seconds an in-task collective takes among `group` (priced alone).
@@ -128,7 +133,6 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     // each of the `count` steps lasts the longer of the two. While the NCCL
     // kernel runs it holds `share` of the SMs, so the compute op progresses
     // at 1 - share for min(tx, its own stretched time): tc + share x that.
-    const double share = pricer.comm_sm_share();
     std::vector<int32_t> partner(seg.ops.size(), -1);
     for (size_t i = 0; i < seg.ops.size(); ++i) {
       const Op& op = seg.ops[i];
@@ -150,6 +154,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const size_t compute_index = op.kind == OpKind::kCollective ? j : i;
         const double alone = pricer.op_time(work, s, compute_index);
         const double tx = pricer.collective_time(comm.collective, group_of(comm.collective.dim));
+        const double share = pricer.comm_sm_share(group_of(comm.collective.dim));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
         add_role(cost, compute.role, count * tc);
         cost.comm_contention_s += count * (tc - alone);
@@ -323,6 +328,11 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
   // buckets and pipeline transfers of a step repeat a few shapes many times.
   std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, hwmodels::CollectivePlan> plans;
+  // Each simulated GPU's SMs: its compute tasks run on them, and every NCCL
+  // kernel it takes part in holds some of them while the transfer is in
+  // flight (hwmodels::kernel_sms), so compute beside communication slows.
+  std::map<int64_t, sim::PoolId> sms;
+  for (const int64_t rank : schedule.ranks) sms.emplace(rank, engine.add_pool());
 
   auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
     const bool p2p = task.group < 0;
@@ -352,7 +362,15 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       };
     }
     out.flows += plan->second.flow_count();
-    return hwmodels::add_collective(engine, fabric, plan->second, id, hook);
+    const hwmodels::ScheduledCollective c =
+        hwmodels::add_collective(engine, fabric, plan->second, id, hook);
+    const double share = sm_share(
+        hwmodels::kernel_sms(hardware.fabric, members, hardware.collectives), hardware.gpu);
+    for (const int64_t m : members) {
+      const auto pool = sms.find(m);
+      if (pool != sms.end() && share > 0) engine.add_hold(c.entry, c.exit, pool->second, share);
+    }
+    return c;
   };
 
   for (size_t r = 0; r < schedule.ranks.size(); ++r) {
@@ -373,8 +391,9 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
           out.costs.push_back(price_work(schedule, pricer, task.work, rank));
         }
         out.task_cost[id] = it->second;
-        const sim::ActivityId a = engine.add_delay(
-            sim::Time::from_seconds_ceil(out.costs[it->second].duration_s), sim::kNoStream, id);
+        const sim::ActivityId a =
+            engine.add_pool_work(sim::Time::from_seconds_ceil(out.costs[it->second].duration_s),
+                                 sms.at(rank), sim::kNoStream, id);
         start[id] = end[id] = a;
         continue;
       }

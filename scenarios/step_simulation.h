@@ -21,7 +21,11 @@ namespace podsim::scenarios {
 //   on links nothing else uses at that moment), where a collective paired
 //   with a compute op (`overlap_op`) costs only what it adds beyond it; the
 //   compute op runs on the SMs the NCCL kernel leaves it while both run
-//   (CollectiveParams::kernel_sms).
+//   (hwmodels::kernel_sms).
+// - Each simulated GPU's SMs are an engine pool: compute tasks are work on
+//   it, and every communication task holds its NCCL kernel's share of the
+//   SMs of each simulated member from its first to its last byte, so
+//   compute that overlaps communication on other streams slows down.
 // - A communication task (pipeline sends, data-parallel syncs, ZeRO gathers)
 //   becomes flows on the fabric (plan_collective + add_collective), so
 //   concurrent transfers share links max-min fairly. Every member rank of a

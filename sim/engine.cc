@@ -30,7 +30,10 @@ enum EventKind : uint32_t {
   kFinish = 0,        // a delay, join or zero-byte flow ends
   kFlowActivate = 1,  // a flow's latency has elapsed: it joins the sharing
   kFlowDone = 2,      // a flow's last byte arrives (valid if seq matches)
+  kWorkDone = 3,      // pool work ends (valid if seq matches)
 };
+// Work on a pool never slows below this fraction of its full rate.
+constexpr double kMinPoolRate = 0.01;
 
 [[noreturn]] void precondition_failed(const std::string& what) {
   std::fprintf(stderr, "podsim::sim::Engine: precondition violated: %s\n", what.c_str());
@@ -90,6 +93,22 @@ struct Engine::State {
   std::vector<double> remaining;     // bytes left at last_update (run-time)
   std::vector<int64_t> last_update;  // run-time
   std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
+  // Pools: pool work (by activity; kNone = a plain delay) and holds.
+  std::vector<uint32_t> pool_of;
+  uint32_t pools = 0;
+  std::vector<uint32_t> hold_from, hold_until, hold_pool;
+  std::vector<double> hold_share;
+  // Run-time: holds by the activity that begins / ends them (CSR), hold
+  // state (0 waiting, 1 held, 2 over), each pool's held share, rate and
+  // running work; per pool work activity its full-rate ps left at
+  // work_update, its live completion seq and its start.
+  std::vector<uint32_t> from_begin, from_list, until_begin, until_list;
+  std::vector<uint8_t> hold_state;
+  std::vector<double> pool_held, pool_rate;
+  std::vector<std::vector<uint32_t>> pool_running;
+  std::vector<double> work_left;
+  std::vector<int64_t> work_update, work_start;
+  std::vector<uint64_t> work_seq;
   // The run.
   EventQueue queue;
   int64_t now = 0;
@@ -110,6 +129,9 @@ struct Engine::State {
   void start_activity(uint32_t a);
   void finish_activity(uint32_t a, RunResult& result);
   void apply_rates(std::span<const FlowNetwork::RateChange> changes);
+  void build_holds();
+  void schedule_work(uint32_t a);
+  void set_pool_share(uint32_t pool, double delta);
   void compact_queue();
   std::string describe(uint32_t a) const;
   void report_deadlock(RunResult& result) const;
@@ -142,6 +164,7 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
   stream.push_back(s.index);
   param.push_back(p);
   pending.push_back(0);
+  pool_of.push_back(kNone);
   if (s != kNoStream) {
     // In-order stream: an implicit dependency on the previous activity there.
     const uint32_t previous = stream_last[s.index];
@@ -183,6 +206,37 @@ ActivityId Engine::add_delay(Time duration, StreamId stream, uint32_t tag) {
   }
   return ActivityId{
       State::of(state_).add_activity(ActivityKind::kDelay, duration.ps(), stream, tag)};
+}
+
+PoolId Engine::add_pool() {
+  State& s = State::of(state_);
+  s.check_not_ran("add_pool");
+  return PoolId{s.pools++};
+}
+
+ActivityId Engine::add_pool_work(Time duration, PoolId pool, StreamId stream, uint32_t tag) {
+  State& s = State::of(state_);
+  if (pool.index >= s.pools) [[unlikely]] {
+    precondition_failed("add_pool_work: unknown pool id " + std::to_string(pool.index));
+  }
+  const ActivityId a = add_delay(duration, stream, tag);
+  s.pool_of[a.index] = pool.index;
+  return a;
+}
+
+void Engine::add_hold(ActivityId from, ActivityId until, PoolId pool, double share) {
+  State& s = State::of(state_);
+  s.check_not_ran("add_hold");
+  s.check_activity(from, "add_hold (from)");
+  s.check_activity(until, "add_hold (until)");
+  if (pool.index >= s.pools || !(share >= 0.0 && share <= 1.0)) [[unlikely]] {
+    precondition_failed("add_hold: unknown pool " + std::to_string(pool.index) +
+                        " or share outside [0, 1]: " + std::to_string(share));
+  }
+  s.hold_from.push_back(from.index);
+  s.hold_until.push_back(until.index);
+  s.hold_pool.push_back(pool.index);
+  s.hold_share.push_back(share);
 }
 
 ActivityId Engine::add_flow(double bytes, std::span<const PathHop> path, Time latency,
@@ -248,6 +302,7 @@ void Engine::reserve(size_t activities, size_t dependencies) {
   s.stream.reserve(activities);
   s.param.reserve(activities);
   s.pending.reserve(activities);
+  s.pool_of.reserve(activities);
   s.edge_from.reserve(dependencies);
   s.edge_to.reserve(dependencies);
 }
@@ -265,10 +320,65 @@ void Engine::State::build_successors() {
   edge_to = {};
 }
 
+void Engine::State::build_holds() {
+  // Counting sort of the holds by the activity that begins / ends them.
+  const size_t n = kind.size();
+  auto index = [n](const std::vector<uint32_t>& key, std::vector<uint32_t>& begin,
+                   std::vector<uint32_t>& list) {
+    begin.assign(n + 1, 0);
+    for (const uint32_t k : key) ++begin[k + 1];
+    for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+    list.resize(key.size());
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (uint32_t h = 0; h < key.size(); ++h) list[fill[key[h]]++] = h;
+  };
+  index(hold_from, from_begin, from_list);
+  index(hold_until, until_begin, until_list);
+  hold_state.assign(hold_from.size(), 0);
+  pool_held.assign(pools, 0.0);
+  pool_rate.assign(pools, 1.0);
+  pool_running.assign(pools, {});
+  work_left.assign(n, 0.0);
+  work_update.assign(n, 0);
+  work_start.assign(n, kNever);
+  work_seq.assign(n, kNoEvent);
+}
+
+void Engine::State::schedule_work(uint32_t a) {
+  // Full-rate picoseconds left over the pool's rate, rounded up to a tick
+  // only past kDoneRel (as flows are).
+  const double rate = pool_rate[pool_of[a]];
+  const double ticks = std::ceil(work_left[a] / rate * (1.0 - kDoneRel));
+  const int64_t span = ticks >= 9.2e18 ? kNever : static_cast<int64_t>(std::max(0.0, ticks));
+  work_seq[a] = queue.push(Time::from_ps(saturating_add(now, span)), a, kWorkDone);
+}
+
+void Engine::State::set_pool_share(uint32_t pool, double delta) {
+  pool_held[pool] += delta;
+  const double rate = std::max(kMinPoolRate, 1.0 - pool_held[pool]);
+  if (rate == pool_rate[pool]) return;
+  for (const uint32_t a : pool_running[pool]) {
+    work_left[a] -= static_cast<double>(now - work_update[a]) * pool_rate[pool];
+    work_left[a] = std::max(0.0, work_left[a]);
+    work_update[a] = now;
+    ++stale;  // its completion event is superseded
+  }
+  pool_rate[pool] = rate;
+  for (const uint32_t a : pool_running[pool]) schedule_work(a);
+}
+
 void Engine::State::start_activity(uint32_t a) {
   switch (kind[a]) {
     case ActivityKind::kDelay:
-      queue.push(Time::from_ps(saturating_add(now, param[a])), a, kFinish);
+      if (pool_of[a] != kNone) {
+        work_left[a] = static_cast<double>(param[a]);
+        work_update[a] = now;
+        work_start[a] = now;
+        pool_running[pool_of[a]].push_back(a);
+        schedule_work(a);
+      } else {
+        queue.push(Time::from_ps(saturating_add(now, param[a])), a, kFinish);
+      }
       break;
     case ActivityKind::kJoin:
       queue.push(Time::from_ps(now), a, kFinish);
@@ -281,11 +391,26 @@ void Engine::State::start_activity(uint32_t a) {
       break;
     }
   }
+  if (hold_from.empty()) return;
+  for (uint32_t i = from_begin[a]; i < from_begin[a + 1]; ++i) {
+    const uint32_t h = from_list[i];
+    if (hold_state[h] != 0) continue;  // its `until` already finished
+    hold_state[h] = 1;
+    set_pool_share(hold_pool[h], hold_share[h]);
+  }
 }
 
 void Engine::State::finish_activity(uint32_t a, RunResult& result) {
   finish[a] = now;
   if (result.end.ps() < now) result.end = Time::from_ps(now);
+  if (!hold_from.empty()) {
+    // Holds end before successors start: they see the freed pool.
+    for (uint32_t i = until_begin[a]; i < until_begin[a + 1]; ++i) {
+      const uint32_t h = until_list[i];
+      if (hold_state[h] == 1) set_pool_share(hold_pool[h], -hold_share[h]);
+      hold_state[h] = 2;
+    }
+  }
   for (uint32_t e = succ_begin[a]; e < succ_begin[a + 1]; ++e) {
     const uint32_t next = succ[e];
     if (--pending[next] == 0) start_activity(next);
@@ -318,6 +443,7 @@ void Engine::State::apply_rates(std::span<const FlowNetwork::RateChange> changes
 
 void Engine::State::compact_queue() {
   queue.retain_if([this](const Event& event) {
+    if (event.kind == kWorkDone) return work_seq[event.target] == event.seq;
     if (event.kind != kFlowDone) return true;
     return done_seq[param[event.target]] == event.seq;
   });
@@ -338,6 +464,7 @@ RunResult Engine::run() {
   s.remaining.assign(flows, 0.0);
   s.last_update.assign(flows, 0);
   s.done_seq.assign(flows, kNoEvent);
+  if (s.pools > 0) s.build_holds();
 
   s.now = 0;
   for (uint32_t a = 0; a < n; ++a) {
@@ -362,6 +489,12 @@ RunResult Engine::run() {
         continue;
       }
       s.done_seq[flow] = kNoEvent;
+    } else if (event.kind == kWorkDone) {
+      if (s.work_seq[a] != event.seq) {
+        --s.stale;
+        continue;
+      }
+      s.work_seq[a] = kNoEvent;
     }
     s.now = event.time_ps;
     ++events;
@@ -382,6 +515,12 @@ RunResult Engine::run() {
         const auto flow = static_cast<uint32_t>(s.param[a]);
         s.remaining[flow] = 0.0;
         s.net.deactivate(flow);
+        s.finish_activity(a, result);
+        break;
+      }
+      case kWorkDone: {
+        std::vector<uint32_t>& running = s.pool_running[s.pool_of[a]];
+        running.erase(std::find(running.begin(), running.end(), a));
         s.finish_activity(a, result);
         break;
       }
@@ -467,6 +606,9 @@ Time Engine::start_time(ActivityId activity) const {
     case ActivityKind::kFlow:
       return Time::from_ps(s.flow_start[s.param[a]]);
     case ActivityKind::kDelay:
+      if (s.pool_of[a] != kNone) {
+        return s.work_start[a] == kNever ? Time::max() : Time::from_ps(s.work_start[a]);
+      }
       // Unfinished (or ending past Time::max()): unknown, reported as never.
       return s.finish[a] == kNever ? Time::max() : Time::from_ps(s.finish[a] - s.param[a]);
     case ActivityKind::kJoin:

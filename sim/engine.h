@@ -23,6 +23,10 @@ struct ActivityId {
   uint32_t index = 0;
   auto operator<=>(const ActivityId&) const = default;
 };
+struct PoolId {
+  uint32_t index = 0;
+  auto operator<=>(const PoolId&) const = default;
+};
 
 /// "No stream": the activity starts as soon as its dependencies are done.
 inline constexpr StreamId kNoStream{UINT32_MAX};
@@ -60,6 +64,10 @@ struct RunResult {
 /// - A stream is an in-order queue (CUDA-stream semantics): activities on it
 ///   run one at a time in the order they were added, each also waiting for
 ///   its own dependencies.
+/// - A pool is a processor that work shares with holds (a GPU's SMs, part of
+///   which a communication kernel occupies): work on a pool progresses at
+///   1 - (the shares held while it runs) of its full rate, recomputed whenever
+///   a hold begins or ends. A plain delay is work that nothing holds from.
 /// - Events are ordered by (time, insertion sequence), so the same input gives
 ///   the same run, and `RunResult::fingerprint` with it.
 ///
@@ -82,6 +90,16 @@ class Engine {
 
   /// Work of a fixed duration, on `stream` if given.
   ActivityId add_delay(Time duration, StreamId stream = kNoStream, uint32_t tag = 0);
+  /// A pool of processing that holds can take a share of.
+  PoolId add_pool();
+  /// Work that takes `duration` with all of `pool`; while holds take a
+  /// share h of the pool it progresses at 1 - h. A delay otherwise.
+  ActivityId add_pool_work(Time duration, PoolId pool, StreamId stream = kNoStream,
+                           uint32_t tag = 0);
+  /// `share` of `pool` is held from when `from` starts until `until`
+  /// finishes (nothing if `until` finishes first). Shares of concurrent
+  /// holds add up; work keeps at least 1/100 of the pool. share in [0, 1].
+  void add_hold(ActivityId from, ActivityId until, PoolId pool, double share);
   /// A transfer of `bytes` over `path` (links in order). `latency` elapses
   /// before any byte moves. `max_rate_bytes_per_s` caps the flow's own rate
   /// (0: no cap). An empty path with no cap is rejected; bytes == 0 makes the

@@ -32,6 +32,21 @@ TEST(BusBandwidth, NcclTestsFactors) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::kSendRecv, 2), 1.0);
 }
 
+TEST(KernelSms, OneCtaPerChannelAsNcclOpensThem) {
+  // 4 DGX H100 nodes (8 NICs each). Inside a node: 32 channels; one GPU per
+  // node (a rail): 2 channels for its one NIC; several GPUs per node: 2 per
+  // NIC of the node, 16.
+  const Fabric f = Fabric::build(dgx_h100(4));
+  const CollectiveParams p;
+  EXPECT_EQ(kernel_sms(f, gpu_range(0, 8), p), 32);
+  EXPECT_EQ(kernel_sms(f, {0, 8, 16, 24}, p), 2);
+  EXPECT_EQ(kernel_sms(f, {3, 11}, p), 2);  // a pipeline send to the next node
+  EXPECT_EQ(kernel_sms(f, gpu_range(0, 32), p), 16);
+  CollectiveParams few = p;
+  few.kernel_sms = 8;
+  EXPECT_EQ(kernel_sms(f, gpu_range(0, 32), few), 8);  // never above the domain's count
+}
+
 TEST(CollectiveNames, RoundTrip) {
   EXPECT_EQ(parse_collective_op("all_reduce"), CollectiveOp::kAllReduce);
   EXPECT_EQ(parse_collective_op("send_recv"), CollectiveOp::kSendRecv);

@@ -160,6 +160,47 @@ TEST(ExecutePlan, ComputeBesideACollectiveLosesTheNcclKernelsSms) {
   EXPECT_LT(shared.duration_s - alone.duration_s, shared.comm_contention_s);
 }
 
+TEST(ExecutePlan, ComputeOverlappingCommunicationOnOtherStreamsSlowsDown) {
+  // Data parallelism over 4 nodes (one GPU per node in each DP group, ZeRO-1
+  // reduce-scatters overlapped with the backward pass) and a 2-stage
+  // pipeline: the NCCL kernels of those transfers hold SMs of the compute
+  // they overlap. With no SMs held every compute task lasts exactly its
+  // price; with them some last longer, and none shorter.
+  strategies::Job job = llama_job("llama3-8b", 8, true, 4096);
+  job.plan.dp = 2;
+  job.plan.pp = 2;
+  job.plan.zero = 1;
+  job.training.global_batch = 16;
+  const strategies::BuildResult built =
+      strategies::build_schedule(job, strategies::Scope::kRepresentatives);
+  ASSERT_TRUE(built.schedule.has_value());
+  const strategies::Schedule& schedule = *built.schedule;
+  Hardware hw;
+  auto stretch = [&](const hwmodels::CollectiveParams& params) {
+    const StepTimeline t = simulate_schedule(schedule, {hw.gpu, hw.fabric, params});
+    double longest = 0, least = 1;
+    for (size_t id = 0; id < schedule.tasks.size(); ++id) {
+      if (t.task_cost[id] == StepTimeline::kNoCost) continue;
+      const double ran = (t.tasks[id].end - t.tasks[id].start).seconds();
+      const double priced =
+          sim::Time::from_seconds_ceil(t.costs[t.task_cost[id]].duration_s).seconds();
+      longest = std::max(longest, ran / priced);
+      least = std::min(least, ran / priced);
+    }
+    return std::make_pair(least, longest);
+  };
+  hwmodels::CollectiveParams none = hw.collectives;
+  none.kernel_sms = 0;
+  none.net_channels_per_nic = 0;
+  const auto [least_free, longest_free] = stretch(none);
+  EXPECT_DOUBLE_EQ(least_free, 1.0);
+  EXPECT_DOUBLE_EQ(longest_free, 1.0);
+  const auto [least, longest] = stretch(hw.collectives);
+  EXPECT_GE(least, 1.0 - 1e-12);
+  EXPECT_GT(longest, 1.0);
+  EXPECT_LT(longest, 1.0 / (1.0 - 32.0 / 132.0) + 1e-9);  // at most all 32 SMs, all along
+}
+
 TEST(ExecutePlan, CollectivesArePricedOverTheTpGroup) {
   const strategies::Job job = llama_job("llama3-405b", 8, true, 8192);
   const Hardware hw;
