@@ -673,18 +673,36 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
   return realise(best, best_proto, params, op, l, bytes);
 }
 
-ScheduledCollective add_collective(sim::Engine& engine, const FabricInstance& fabric,
-                                   const CollectivePlan& plan, uint32_t tag,
-                                   const RouteHook& route_hook) {
+std::vector<Route> collective_routes(const FabricInstance& fabric, const CollectivePlan& plan,
+                                     const RouteHook& route_hook) {
+  std::vector<Route> routes;
+  routes.reserve(plan.flow_count());
+  for (const Phase& ph : plan.phases) {
+    for (const Transfer& t : ph.transfers) {
+      Route r = fabric.route(t.src, t.dst);
+      for (sim::PathHop& h : r.hops) h.multiplicity = t.multiplicity;
+      if (route_hook) route_hook(t, r);
+      routes.push_back(std::move(r));
+    }
+  }
+  return routes;
+}
+
+ScheduledCollective add_collective(sim::Engine& engine, const CollectivePlan& plan,
+                                   std::span<const Route> routes, uint32_t tag) {
+  if (routes.size() != plan.flow_count()) {
+    throw std::invalid_argument("add_collective: " + std::to_string(routes.size()) +
+                                " routes for a plan of " + std::to_string(plan.flow_count()) +
+                                " transfers");
+  }
   std::optional<ScheduledCollective> whole;
+  size_t next_route = 0;
   for (const Phase& ph : plan.phases) {
     // The phase latency already holds the path latency (NCCL's step
     // latencies plus the fabric's), so each flow waits exactly that.
     const sim::Time latency = sim::Time::from_seconds_ceil(ph.latency_s);
     auto add_transfer = [&](const Transfer& t) {
-      Route r = fabric.route(t.src, t.dst);
-      for (sim::PathHop& h : r.hops) h.multiplicity = t.multiplicity;
-      if (route_hook) route_hook(t, r);
+      const Route& r = routes[next_route++];
       return r.hops.empty() ? engine.add_delay(latency, sim::kNoStream, tag)
                             : engine.add_flow(t.bytes, r.hops, latency, sim::kNoStream, tag);
     };
@@ -714,6 +732,12 @@ ScheduledCollective add_collective(sim::Engine& engine, const FabricInstance& fa
     whole = ScheduledCollective{j, j};
   }
   return *whole;
+}
+
+ScheduledCollective add_collective(sim::Engine& engine, const FabricInstance& fabric,
+                                   const CollectivePlan& plan, uint32_t tag,
+                                   const RouteHook& route_hook) {
+  return add_collective(engine, plan, collective_routes(fabric, plan, route_hook), tag);
 }
 
 sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& fabric,

@@ -171,6 +171,14 @@ struct ScheduledCollective {
 ScheduledCollective add_collective(sim::Engine& engine, const FabricInstance& fabric,
                                    const CollectivePlan& plan, uint32_t tag = 0,
                                    const RouteHook& route_hook = {});
+/// The engine route of every transfer of `plan`, phases in order (with
+/// `route_hook` applied), for the add_collective below: a plan that runs
+/// many times in one simulation is routed once.
+std::vector<Route> collective_routes(const FabricInstance& fabric, const CollectivePlan& plan,
+                                     const RouteHook& route_hook = {});
+/// add_collective with `routes` = collective_routes(fabric, plan, ...).
+ScheduledCollective add_collective(sim::Engine& engine, const CollectivePlan& plan,
+                                   std::span<const Route> routes, uint32_t tag = 0);
 /// add_collective, started after `after`; returns the exit activity.
 sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& fabric,
                                     const CollectivePlan& plan,

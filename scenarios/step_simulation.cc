@@ -221,10 +221,16 @@ class ImageCounter {
   ImageCounter(Images& images, const hwmodels::FabricInstance& fabric)
       : images_(images), fabric_(fabric) {}
 
-  void weigh(const std::vector<int64_t>& members, const hwmodels::Transfer& t,
+  /// The distinct images of a group (Images::distinct), looked up once per
+  /// collective rather than once per transfer.
+  const std::vector<int64_t>& shifts(const std::vector<int64_t>& members) {
+    return images_.distinct(members);
+  }
+
+  /// `shifts`: what shifts(members of the transfer's collective) returned.
+  void weigh(const std::vector<int64_t>& shifts, const hwmodels::Transfer& t,
              hwmodels::Route& route) {
-    const std::vector<int64_t>& shifts = images_.distinct(members);
-    auto key = std::make_tuple(t.src, t.dst, &shifts);
+    const TransferKey key{t.src, t.dst, &shifts};
     auto it = counts_.find(key);
     if (it == counts_.end()) {
       std::vector<uint32_t> counts(route.hops.size(), 1);  // the transfer itself
@@ -245,8 +251,20 @@ class ImageCounter {
  private:
   Images& images_;
   const hwmodels::FabricInstance& fabric_;
-  std::map<std::tuple<int64_t, int64_t, const std::vector<int64_t>*>, std::vector<uint32_t>>
-      counts_;
+  struct TransferKey {
+    int64_t src, dst;
+    const std::vector<int64_t>* shifts;
+    bool operator==(const TransferKey&) const = default;
+  };
+  struct TransferKeyHash {
+    size_t operator()(const TransferKey& k) const {
+      const size_t h = std::hash<int64_t>{}(k.src) * 0x9E3779B97F4A7C15ULL;
+      return h ^ (std::hash<int64_t>{}(k.dst) + 0x7F4A7C15ULL + (h << 6) + (h >> 2)) ^
+             std::hash<const void*>{}(k.shifts);
+    }
+  };
+  // Looked up once per transfer; never iterated, so the order does not matter.
+  std::unordered_map<TransferKey, std::vector<uint32_t>, TransferKeyHash> counts_;
 };
 
 }  // namespace
@@ -327,7 +345,14 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
   // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
   // buckets and pipeline transfers of a step repeat a few shapes many times.
-  std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, hwmodels::CollectivePlan> plans;
+  // Each is routed (and, when symmetric, weighed) once, with the share of
+  // the SMs its kernels hold.
+  struct RoutedPlan {
+    hwmodels::CollectivePlan plan;
+    std::vector<hwmodels::Route> routes;
+    double sm_share = 0;
+  };
+  std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, RoutedPlan> plans;
   // Each simulated GPU's SMs: its compute tasks run on them, and every NCCL
   // kernel it takes part in holds some of them while the transfer is in
   // flight (hwmodels::kernel_sms), so compute beside communication slows.
@@ -349,23 +374,25 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
                         static_cast<int>(op), bits_of(task.bytes));
     auto plan = plans.find(plan_key);
     if (plan == plans.end()) {
-      plan = plans
-                 .emplace(plan_key, hwmodels::plan_collective(
-                                        hardware.fabric, op, members, task.bytes,
-                                        hwmodels::Algorithm::kAuto, hardware.collectives))
-                 .first;
+      RoutedPlan routed;
+      routed.plan = hwmodels::plan_collective(hardware.fabric, op, members, task.bytes,
+                                              hwmodels::Algorithm::kAuto, hardware.collectives);
+      hwmodels::RouteHook hook;
+      if (symmetric) {
+        const std::vector<int64_t>* shifts = &counter.shifts(members);
+        hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
+          counter.weigh(*shifts, t, route);
+        };
+      }
+      routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
+      routed.sm_share = sm_share(
+          hwmodels::kernel_sms(hardware.fabric, members, hardware.collectives), hardware.gpu);
+      plan = plans.emplace(plan_key, std::move(routed)).first;
     }
-    hwmodels::RouteHook hook;
-    if (symmetric) {
-      hook = [&counter, members](const hwmodels::Transfer& t, hwmodels::Route& route) {
-        counter.weigh(members, t, route);
-      };
-    }
-    out.flows += plan->second.flow_count();
+    out.flows += plan->second.plan.flow_count();
     const hwmodels::ScheduledCollective c =
-        hwmodels::add_collective(engine, fabric, plan->second, id, hook);
-    const double share = sm_share(
-        hwmodels::kernel_sms(hardware.fabric, members, hardware.collectives), hardware.gpu);
+        hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
+    const double share = plan->second.sm_share;
     for (const int64_t m : members) {
       const auto pool = sms.find(m);
       if (pool != sms.end() && share > 0) engine.add_hold(c.entry, c.exit, pool->second, share);

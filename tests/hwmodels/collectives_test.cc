@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 #include "sim/engine.h"
@@ -375,6 +377,30 @@ TEST(Schedule, StartsAfterDependenciesAndIsDeterministic) {
     if (run == 0) first = t;
     EXPECT_EQ(t, first);
   }
+}
+
+// A plan routed once and added twice runs as two plans routed each time.
+TEST(Schedule, RoutedOnceAddedTwiceIsTheSameRun) {
+  const Fabric f = Fabric::build(dgx_h100(2));
+  const CollectivePlan plan =
+      plan_collective(f, CollectiveOp::kAllGather, gpu_range(0, 16), 1e8, Algorithm::kRing);
+  std::array<double, 2> finish{};
+  for (int reuse = 0; reuse < 2; ++reuse) {
+    sim::Engine engine;
+    const FabricInstance inst = f.instantiate(engine);
+    const std::vector<Route> routes = collective_routes(inst, plan);
+    ASSERT_EQ(routes.size(), plan.flow_count());
+    const ScheduledCollective a =
+        reuse ? add_collective(engine, plan, routes) : add_collective(engine, inst, plan);
+    const ScheduledCollective b =
+        reuse ? add_collective(engine, plan, routes) : add_collective(engine, inst, plan);
+    ASSERT_TRUE(engine.run().completed());
+    EXPECT_EQ(engine.finish_time(a.exit), engine.finish_time(b.exit));
+    finish[static_cast<size_t>(reuse)] = engine.finish_time(b.exit).seconds();
+    EXPECT_THROW(add_collective(engine, plan, std::span(routes).first(1)), std::invalid_argument);
+  }
+  EXPECT_EQ(finish[0], finish[1]);
+  EXPECT_GT(finish[0], plan.estimate_s);  // the two share the links
 }
 
 TEST(Sweep, DoublingSizesAndClusterEntryPoint) {
