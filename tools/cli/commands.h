@@ -63,5 +63,13 @@ std::optional<int> parse_arguments(
     const boost::program_options::positional_options_description& positional,
     const std::vector<std::string>& args, boost::program_options::variables_map& values,
     CommandIo& io);
+/// parse_arguments for a command that takes `visible` options and at most
+/// one positional FILE, read back as values["file"].
+std::optional<int> parse_file_arguments(std::string_view command, std::string_view usage,
+                                        std::string_view about,
+                                        const boost::program_options::options_description& visible,
+                                        const std::vector<std::string>& args,
+                                        boost::program_options::variables_map& values,
+                                        CommandIo& io);
 
 }  // namespace podsim::cli

@@ -42,4 +42,16 @@ std::optional<int> parse_arguments(std::string_view command, std::string_view us
   return std::nullopt;
 }
 
+std::optional<int> parse_file_arguments(std::string_view command, std::string_view usage,
+                                        std::string_view about,
+                                        const po::options_description& visible,
+                                        const std::vector<std::string>& args,
+                                        po::variables_map& values, CommandIo& io) {
+  po::options_description hidden;
+  hidden.add_options()("file", po::value<std::string>(), "scenario file");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  return parse_arguments(command, usage, about, visible, hidden, positional, args, values, io);
+}
+
 }  // namespace podsim::cli

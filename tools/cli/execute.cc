@@ -100,13 +100,9 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
       "profile", po::value<std::string>()->value_name("FILE"),
       "predict with the efficiency curves fitted to this calibration profile (podsim calibrate) "
       "instead of the datasheet ones");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value<std::string>(), "scenario file");
-  po::positional_options_description positional;
-  positional.add("file", 1);
   po::variables_map values;
-  if (const std::optional<int> status = parse_arguments("execute", kUsage, kAbout, visible, hidden,
-                                                        positional, args, values, io)) {
+  if (const std::optional<int> status =
+          parse_file_arguments("execute", kUsage, kAbout, visible, args, values, io)) {
     return *status;
   }
   Options o;

@@ -23,19 +23,15 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
       "also write the step as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev)")(
       "timeline", po::value<std::string>()->value_name("FILE"),
       "also write the pipeline schedule and memory over time as an SVG picture");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value<std::string>(), "scenario file");
-  po::positional_options_description positional;
-  positional.add("file", 1);
   po::variables_map values;
-  if (const std::optional<int> status = parse_arguments(
+  if (const std::optional<int> status = parse_file_arguments(
           "run",
           "podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] "
           "[--timeline FILE]",
           "Simulates one optimizer step of the scenario in FILE (scenario-format.md) and prints "
           "the report. Without FILE, runs the built-in default: Llama 3 405B on 16,384 H100 of "
           "the llama3-24k cluster (TP8 CP1 PP16 DP128, seq 8192).",
-          visible, hidden, positional, args, values, io)) {
+          visible, args, values, io)) {
     return *status;
   }
 

@@ -209,12 +209,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "exact-rank",
       "also simulate every plan that may beat the scenario's own plan, so its rank is exact")(
       "quiet", "no progress bar");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value<std::string>(), "scenario file");
-  po::positional_options_description positional;
-  positional.add("file", 1);
   po::variables_map values;
-  if (const std::optional<int> status = parse_arguments(
+  if (const std::optional<int> status = parse_file_arguments(
           "sweep",
           "podsim sweep [FILE] [--gpus N,...] [--gpu-types NAME,...] [--top K] [--tokens N] "
           "[--json] [--out DIR] [--jobs N]",
@@ -226,7 +222,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
           "pruned and plans that cannot reach the top K are skipped, both by provable lower "
           "bounds (docs/sweep.md). Without FILE, sweeps the built-in default scenario. Under "
           "mpirun the plans are split across the processes.",
-          visible, hidden, positional, args, values, io)) {
+          visible, args, values, io)) {
     return *status;
   }
   // Every simulated plan builds and frees an engine of tens of MB. With
