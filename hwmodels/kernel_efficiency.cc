@@ -10,7 +10,7 @@
 #include "hwmodels/gpu_model.h"
 
 // Defaults for KernelEfficiency. Source keys [Sxx] refer to
-// /work/shared/reference/hardware.md section 7. Every GEMM plateau is fitted
+// ../shared/reference/hardware.md section 7. Every GEMM plateau is fitted
 // to the published measurements of its format ("anchors"): each anchor of
 // training scale implies the plateau that makes the
 // model reproduce it exactly (its measured time less the launch overhead,

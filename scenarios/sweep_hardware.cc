@@ -3,7 +3,7 @@
 namespace podsim::scenarios {
 
 std::optional<ScaleUpFacts> scale_up_facts(std::string_view gpu_preset) {
-  // /work/shared/reference/hardware.md 1.3 (link rates) and 3.2 (what NCCL
+  // ../shared/reference/hardware.md 1.3 (link rates) and 3.2 (what NCCL
   // reaches). Efficiencies follow the cluster presets: A100 = 8-GPU
   // all-reduce busbw / line rate; H100/H200 = NVIDIA's ~370 GB/s effective.
   if (gpu_preset == "a100-sxm-80g") {

@@ -1,7 +1,7 @@
 #pragma once
 
 // Hardware specs built in code for the hwmodels tests, with the numbers of
-// /work/shared/reference/hardware.md (source keys [Sxx] there). The presets
+// ../shared/reference/hardware.md (source keys [Sxx] there). The presets
 // proper live in scenarios/; these exist so that hwmodels tests do not depend
 // on them.
 

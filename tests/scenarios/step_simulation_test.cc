@@ -61,8 +61,8 @@ std::string uniform_pipeline(int pp, int micro_batches, const std::string& sched
 TEST(StepSimulation, BreakdownAddsUpToTheStepTime) {
   for (const char* mode : {"symmetric", "every_rank"}) {
     ScenarioSpec spec = read(uniform_pipeline(4, 8, R"({"schedule": "1f1b"})"));
-    spec.mode = std::string(mode) == "symmetric" ? SimulationMode::kSymmetric
-                                                 : SimulationMode::kEveryRank;
+    spec.mode =
+        std::string(mode) == "symmetric" ? SimulationMode::kSymmetric : SimulationMode::kEveryRank;
     const Report r = simulate_ok(spec);
     EXPECT_NEAR(parts(r), r.step_time_s, 1e-9 * r.step_time_s) << mode;
   }
@@ -199,7 +199,8 @@ TEST(StepSimulation, ZeroThreeDividesStaticMemoryByDataParallelism) {
 
 TEST(StepSimulation, SelectiveRecomputeChangesHardwareFlopsNotModelFlops) {
   auto scenario = [](const char* recompute) {
-    return std::string(R"({"model": "llama3-8b", "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
+    return std::string(
+               R"({"model": "llama3-8b", "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
                "training": {"seq_len": 4096, "global_batch": 8},
                "parallelism": {"tp": 8, "sequence_parallel": true, "recompute": ")") +
            recompute + R"("}})";

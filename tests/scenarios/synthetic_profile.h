@@ -71,19 +71,18 @@ inline calibration::Profile synthetic_profile() {
 
   for (const char* name : {"attention.fwd", "attention.bwd"}) {
     Series attention{name, "flops", "", {{"fit", "none"}}, {}};
-    const auto pass = std::string(name) == "attention.bwd" ? hwmodels::Pass::kBackward
-                                                           : hwmodels::Pass::kForward;
+    const auto pass =
+        std::string(name) == "attention.bwd" ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward;
     for (int64_t seq : {512, 1024, 2048, 4096, 8192}) {
       hwmodels::AttentionShape shape{16384 / seq, 32, 8, seq, seq, 128, true, false};
-      attention.points.push_back(point({{"seq", double(seq)},
-                                        {"batch", double(shape.batch)},
-                                        {"heads_q", 32.0},
-                                        {"heads_kv", 8.0},
-                                        {"head_dim", 128.0},
-                                        {"causal", 1.0}},
-                                       1.0, model.attention_time(shape, pass, true,
-                                                                 NumberFormat::kBf16)
-                                                .time_s));
+      attention.points.push_back(
+          point({{"seq", double(seq)},
+                 {"batch", double(shape.batch)},
+                 {"heads_q", 32.0},
+                 {"heads_kv", 8.0},
+                 {"head_dim", 128.0},
+                 {"causal", 1.0}},
+                1.0, model.attention_time(shape, pass, true, NumberFormat::kBf16).time_s));
     }
     raw.series.push_back(attention);
   }
@@ -97,9 +96,8 @@ inline calibration::Profile synthetic_profile() {
 
   Series norm{"kernel.rmsnorm", "bytes", "", {{"fit", "alpha_beta"}}, {}};
   for (double bytes : {64e6, 256e6, 1e9}) {
-    norm.points.push_back(
-        point({{"bytes", bytes}}, bytes, model.memory_bound_time(bytes, 0, NumberFormat::kBf16)
-                                             .time_s));
+    norm.points.push_back(point({{"bytes", bytes}}, bytes,
+                                model.memory_bound_time(bytes, 0, NumberFormat::kBf16).time_s));
   }
   raw.series.push_back(norm);
   return calibration::build_profile(raw, calibration::find_datasheet(raw.provenance.gpu_name));

@@ -2,7 +2,7 @@
 
 // Model shapes for the strategies tests, which cannot use the scenario
 // reader's presets (scenarios/presets/models.json, the product's single
-// source): the same dimensions, from /work/shared/reference/hardware.md
+// source): the same dimensions, from ../shared/reference/hardware.md
 // section 5, written as code.
 #include <array>
 #include <optional>

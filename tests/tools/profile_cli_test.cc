@@ -38,10 +38,10 @@ TEST(ProfileCli, RunUsesTheProfileAndSaysSo) {
 
 TEST(ProfileCli, ValidateAndCollectiveTakeAProfile) {
   const std::string profile = synthetic_profile_file();
-  const RunResult v = run_podsim({"validate", std::string(PODSIM_SOURCE_DIR) +
-                                                  "/validation/published.json",
-                                  "--json", "--profile", profile},
-                                 300);
+  const RunResult v =
+      run_podsim({"validate", std::string(PODSIM_SOURCE_DIR) + "/validation/published.json",
+                  "--json", "--profile", profile},
+                 300);
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_GT(json::parse(v.out)["mape_step_time"].get<double>(), 0);
   // A one-GPU profile measured nothing between GPUs: the collective model is

@@ -30,8 +30,8 @@ double peak_rss_mb() {
 }
 
 ScenarioSpec load(const std::string& relative_path) {
-  auto spec = podsim::scenarios::read_scenario_file(std::string(PODSIM_SOURCE_DIR) + "/" +
-                                                    relative_path);
+  auto spec =
+      podsim::scenarios::read_scenario_file(std::string(PODSIM_SOURCE_DIR) + "/" + relative_path);
   if (!spec.ok()) throw std::runtime_error("cannot read " + relative_path);
   return std::move(spec.value());
 }
