@@ -45,13 +45,6 @@ GroupKind group_kind_of(Dim dim) {
   return GroupKind::kTp;
 }
 
-/// SMs held as a fraction of the GPU's, below 1.
-double sm_share(int held_sms, const hwmodels::GpuModel& gpu) {
-  const int sms = gpu.spec().sms;
-  if (sms <= 0) return 0.0;
-  return std::clamp(static_cast<double>(held_sms) / sms, 0.0, 0.9);
-}
-
 /// Prices ops and works; caches what repeats (every rank of a stage runs the
 /// same works, and the same collective on congruent groups).
 class Pricer {
@@ -75,9 +68,13 @@ class Pricer {
   }
 
   /// Fraction of the GPU's SMs the NCCL kernel of a collective among
-  /// `group` holds while it runs (hwmodels::kernel_sms over GpuSpec::sms).
+  /// `group` holds while it runs (hwmodels::kernel_sms over GpuSpec::sms),
+  /// below 1 (compute beside it is priced at 1 / (1 - share)).
   double comm_sm_share(const std::vector<int64_t>& group) const {
-    return sm_share(hwmodels::kernel_sms(hw_.fabric, group, hw_.collectives), hw_.gpu);
+    const int sms = hw_.gpu.spec().sms;
+    if (sms <= 0) return 0.0;
+    const int held = hwmodels::kernel_sms(hw_.fabric, group, hw_.collectives);
+    return std::clamp(static_cast<double>(held) / sms, 0.0, 0.9);
   }
 
   /// Seconds an in-task collective takes among `group` (priced alone).
@@ -221,16 +218,10 @@ class ImageCounter {
   ImageCounter(Images& images, const hwmodels::FabricInstance& fabric)
       : images_(images), fabric_(fabric) {}
 
-  /// The distinct images of a group (Images::distinct), looked up once per
-  /// collective rather than once per transfer.
-  const std::vector<int64_t>& shifts(const std::vector<int64_t>& members) {
-    return images_.distinct(members);
-  }
-
-  /// `shifts`: what shifts(members of the transfer's collective) returned.
+  /// `shifts`: Images::distinct of the members of the transfer's collective.
   void weigh(const std::vector<int64_t>& shifts, const hwmodels::Transfer& t,
              hwmodels::Route& route) {
-    const TransferKey key{t.src, t.dst, &shifts};
+    const auto key = std::make_tuple(t.src, t.dst, &shifts);
     auto it = counts_.find(key);
     if (it == counts_.end()) {
       std::vector<uint32_t> counts(route.hops.size(), 1);  // the transfer itself
@@ -251,20 +242,8 @@ class ImageCounter {
  private:
   Images& images_;
   const hwmodels::FabricInstance& fabric_;
-  struct TransferKey {
-    int64_t src, dst;
-    const std::vector<int64_t>* shifts;
-    bool operator==(const TransferKey&) const = default;
-  };
-  struct TransferKeyHash {
-    size_t operator()(const TransferKey& k) const {
-      const size_t h = std::hash<int64_t>{}(k.src) * 0x9E3779B97F4A7C15ULL;
-      return h ^ (std::hash<int64_t>{}(k.dst) + 0x7F4A7C15ULL + (h << 6) + (h >> 2)) ^
-             std::hash<const void*>{}(k.shifts);
-    }
-  };
-  // Looked up once per transfer; never iterated, so the order does not matter.
-  std::unordered_map<TransferKey, std::vector<uint32_t>, TransferKeyHash> counts_;
+  std::map<std::tuple<int64_t, int64_t, const std::vector<int64_t>*>, std::vector<uint32_t>>
+      counts_;
 };
 
 }  // namespace
@@ -379,14 +358,13 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
                                               hwmodels::Algorithm::kAuto, hardware.collectives);
       hwmodels::RouteHook hook;
       if (symmetric) {
-        const std::vector<int64_t>* shifts = &counter.shifts(members);
+        const std::vector<int64_t>* shifts = &images.distinct(members);
         hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
           counter.weigh(*shifts, t, route);
         };
       }
       routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
-      routed.sm_share = sm_share(
-          hwmodels::kernel_sms(hardware.fabric, members, hardware.collectives), hardware.gpu);
+      routed.sm_share = pricer.comm_sm_share(members);
       plan = plans.emplace(plan_key, std::move(routed)).first;
     }
     out.flows += plan->second.plan.flow_count();

@@ -8,18 +8,14 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include <stdexcept>
 #include <string>
 
-#include "scenarios/reader.h"
 #include "scenarios/simulate.h"
-
-#ifndef PODSIM_SOURCE_DIR
-#define PODSIM_SOURCE_DIR "."
-#endif
+#include "tools/benchmarks/bench_scenarios.h"
 
 namespace {
 
+using podsim::bench::load_scenario;
 using podsim::scenarios::ScenarioSpec;
 using podsim::scenarios::SimulationMode;
 
@@ -27,13 +23,6 @@ double peak_rss_mb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
-}
-
-ScenarioSpec load(const std::string& relative_path) {
-  auto spec =
-      podsim::scenarios::read_scenario_file(std::string(PODSIM_SOURCE_DIR) + "/" + relative_path);
-  if (!spec.ok()) throw std::runtime_error("cannot read " + relative_path);
-  return std::move(spec.value());
 }
 
 void run_step(benchmark::State& state, const ScenarioSpec& spec, SimulationMode mode) {
@@ -53,12 +42,14 @@ void run_step(benchmark::State& state, const ScenarioSpec& spec, SimulationMode 
 }
 
 void BM_Gpt3_175B_1024A100_EveryRank(benchmark::State& state) {
-  run_step(state, load("scenarios/examples/gpt3-175b-selene.json"), SimulationMode::kEveryRank);
+  run_step(state, load_scenario("scenarios/examples/gpt3-175b-selene.json"),
+           SimulationMode::kEveryRank);
 }
 BENCHMARK(BM_Gpt3_175B_1024A100_EveryRank)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_Gpt3_175B_1024A100_Symmetric(benchmark::State& state) {
-  run_step(state, load("scenarios/examples/gpt3-175b-selene.json"), SimulationMode::kSymmetric);
+  run_step(state, load_scenario("scenarios/examples/gpt3-175b-selene.json"),
+           SimulationMode::kSymmetric);
 }
 BENCHMARK(BM_Gpt3_175B_1024A100_Symmetric)->Unit(benchmark::kMillisecond);
 

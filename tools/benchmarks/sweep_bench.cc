@@ -8,28 +8,17 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "scenarios/reader.h"
 #include "scenarios/sweep.h"
-
-#ifndef PODSIM_SOURCE_DIR
-#define PODSIM_SOURCE_DIR "."
-#endif
+#include "tools/benchmarks/bench_scenarios.h"
 
 namespace {
 
+using podsim::bench::load_scenario;
 using podsim::scenarios::ScenarioSpec;
 using podsim::scenarios::SweepOptions;
-
-ScenarioSpec load(const std::string& relative_path) {
-  auto spec =
-      podsim::scenarios::read_scenario_file(std::string(PODSIM_SOURCE_DIR) + "/" + relative_path);
-  if (!spec.ok()) throw std::runtime_error("cannot read " + relative_path);
-  return std::move(spec.value());
-}
 
 void run_sweep(benchmark::State& state, const ScenarioSpec& spec, const SweepOptions& options) {
   auto target = podsim::scenarios::make_sweep_target(spec, spec.gpus, std::nullopt);
@@ -58,14 +47,14 @@ void run_sweep(benchmark::State& state, const ScenarioSpec& spec, const SweepOpt
 }
 
 void BM_Sweep_Llama3_70B_1024H100(benchmark::State& state) {
-  run_sweep(state, load("scenarios/examples/llama3-70b-1024-h100.json"), SweepOptions{});
+  run_sweep(state, load_scenario("scenarios/examples/llama3-70b-1024-h100.json"), SweepOptions{});
 }
 BENCHMARK(BM_Sweep_Llama3_70B_1024H100)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 void BM_Sweep_Llama3_405B_16kH100(benchmark::State& state) {
   SweepOptions options;
   options.space.micro_batches = {1, 2, 4};
-  run_sweep(state, load("scenarios/examples/llama3-405b-16k.json"), options);
+  run_sweep(state, load_scenario("scenarios/examples/llama3-405b-16k.json"), options);
 }
 BENCHMARK(BM_Sweep_Llama3_405B_16kH100)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
