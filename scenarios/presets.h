@@ -40,9 +40,4 @@ std::string_view default_scenario_text();
 /// The name the default scenario is reported under when it has none.
 inline constexpr std::string_view kDefaultScenarioLabel = "llama3-405b-16k (built-in default)";
 
-/// `podsim presets`: every preset with its key numbers, aligned columns.
-std::string presets_text(const PresetLibrary& presets);
-/// `podsim presets --json`: the preset data as one JSON document.
-std::string presets_json_text(const PresetLibrary& presets);
-
 }  // namespace podsim::scenarios

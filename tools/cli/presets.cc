@@ -1,8 +1,7 @@
 // podsim presets [--json]
-#include "scenarios/presets.h"
-
 #include <ostream>
 
+#include "scenarios/presets_listing.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {
