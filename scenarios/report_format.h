@@ -5,7 +5,6 @@
 
 #include "scenarios/problem.h"
 #include "scenarios/report.h"
-#include "scenarios/validation.h"
 
 namespace podsim::scenarios {
 
@@ -25,16 +24,5 @@ std::string report_json_text(const Report& report);
 /// The report for people: aligned columns with units ("12.34 s",
 /// "61.2 GiB", "412 TFLOP/s").
 std::string format_report_text(const Report& report);
-
-/// The contract's validation object: {"cases": [{"id", "predicted",
-/// "measured", "error"} or {"id", "measured", "error_message"}],
-/// "mape_step_time", "mape_tflops_per_gpu", "mape_memory"} (MAPEs are
-/// fractions; null when no case measured the key), plus "mape_mfu",
-/// "median_abs_error_step_time", "cases_failed" and "worst" (ids, worst first).
-nlohmann::json validation_to_json(const ValidationSummary& summary);
-std::string validation_json_text(const ValidationSummary& summary);
-
-/// The validation table and summary for people.
-std::string format_validation_text(const ValidationSummary& summary);
 
 }  // namespace podsim::scenarios

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reader_test_util.h"
+#include "scenarios/validation_report.h"
 
 namespace podsim::scenarios {
 namespace {
