@@ -1,7 +1,7 @@
 // The glue of `podsim execute`: the executed ops are the simulator's own op
 // lists, their predictions add up to what the step simulation charges, and
 // what the executor cannot run is refused with the JSON path to fix.
-#include "scenarios/execute_plan.h"
+#include "scenarios/execute/execute_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "calibration/profile.h"
-#include "scenarios/profile_fit.h"
-#include "scenarios/step_simulation.h"
+#include "scenarios/step/profile_fit.h"
+#include "scenarios/step/step_simulation.h"
 #include "strategies/schedule.h"
 #include "strategies/workload.h"
 #include "tests/hwmodels/test_specs.h"

@@ -1,4 +1,4 @@
-#include "scenarios/json_text.h"
+#include "scenarios/input/json_text.h"
 
 #include <gtest/gtest.h>
 

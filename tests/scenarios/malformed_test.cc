@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "reader_test_util.h"
-#include "scenarios/reader.h"
+#include "scenarios/input/reader.h"
 #include "tests/scenarios/malformed_corpus.h"
 
 namespace podsim::scenarios {

@@ -1,11 +1,11 @@
-#include "scenarios/presets.h"
+#include "scenarios/input/presets.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "reader_test_util.h"
-#include "scenarios/presets_listing.h"
+#include "scenarios/report/presets_listing.h"
 
 namespace podsim::scenarios {
 namespace {

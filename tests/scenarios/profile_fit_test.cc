@@ -1,4 +1,4 @@
-#include "scenarios/profile_fit.h"
+#include "scenarios/step/profile_fit.h"
 
 #include <gtest/gtest.h>
 

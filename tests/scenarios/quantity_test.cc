@@ -1,4 +1,4 @@
-#include "scenarios/quantity.h"
+#include "scenarios/input/quantity.h"
 
 #include <gtest/gtest.h>
 

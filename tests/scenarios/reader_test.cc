@@ -1,4 +1,4 @@
-#include "scenarios/reader.h"
+#include "scenarios/input/reader.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reader_test_util.h"
-#include "scenarios/validation.h"
+#include "scenarios/validate/validation.h"
 
 namespace podsim::scenarios {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "scenarios/reader.h"
+#include "scenarios/input/reader.h"
 
 namespace podsim::scenarios::testing {
 

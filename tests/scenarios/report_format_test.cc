@@ -1,11 +1,11 @@
-#include "scenarios/report_format.h"
+#include "scenarios/report/report_format.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "reader_test_util.h"
-#include "scenarios/validation_report.h"
+#include "scenarios/report/validation_report.h"
 
 namespace podsim::scenarios {
 namespace {

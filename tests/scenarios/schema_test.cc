@@ -1,11 +1,11 @@
-#include "scenarios/schema.h"
+#include "scenarios/input/schema.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "scenarios/checker.h"
+#include "scenarios/input/checker.h"
 
 namespace podsim::scenarios {
 namespace {

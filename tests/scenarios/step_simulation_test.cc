@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "scenarios/reader.h"
-#include "scenarios/simulate.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/step/simulate.h"
 
 namespace podsim::scenarios {
 namespace {

@@ -11,11 +11,11 @@
 #include <set>
 #include <string>
 
-#include "scenarios/simulate.h"
-#include "scenarios/sweep.h"
-#include "scenarios/sweep_report.h"
-#include "scenarios/timeline_svg.h"
-#include "scenarios/trace.h"
+#include "scenarios/report/sweep_report.h"
+#include "scenarios/report/timeline_svg.h"
+#include "scenarios/report/trace.h"
+#include "scenarios/step/simulate.h"
+#include "scenarios/sweep/sweep.h"
 #include "tests/scenarios/sweep_test_util.h"
 #include "tests/scenarios/sweep_xml_check.h"
 

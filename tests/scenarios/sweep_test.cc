@@ -1,6 +1,6 @@
 // The sweep: which plans it enumerates, that bounds and threads and
 // processes never change its answer, and its cost and Pareto arithmetic.
-#include "scenarios/sweep.h"
+#include "scenarios/sweep/sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <tuple>
 #include <vector>
 
-#include "scenarios/sweep_hardware.h"
-#include "scenarios/sweep_report.h"
+#include "scenarios/report/sweep_report.h"
+#include "scenarios/sweep/hardware_facts.h"
 #include "strategies/job.h"
 #include "tests/scenarios/sweep_test_util.h"
 

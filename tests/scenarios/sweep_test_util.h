@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "scenarios/reader.h"
-#include "scenarios/sweep.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/sweep/sweep.h"
 #include "tests/scenarios/reader_test_util.h"
 
 namespace podsim::scenarios::sweep_testing {

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "run_binary.h"
-#include "scenarios/schema.h"
+#include "scenarios/input/schema.h"
 #include "tests/scenarios/malformed_corpus.h"
 
 namespace podsim::tools_test {

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "scenarios/reader.h"
+#include "scenarios/input/reader.h"
 
 #ifndef PODSIM_SOURCE_DIR
 #define PODSIM_SOURCE_DIR "."

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "scenarios/simulate.h"
+#include "scenarios/step/simulate.h"
 #include "tools/benchmarks/bench_scenarios.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/sweep.h"
+#include "scenarios/sweep/sweep.h"
 #include "tools/benchmarks/bench_scenarios.h"
 
 namespace {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "calibration/profile.h"
-#include "scenarios/profile_fit.h"
-#include "scenarios/quantity.h"
-#include "scenarios/reader.h"
+#include "scenarios/input/quantity.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/step/profile_fit.h"
 #include "tools/cli/calibrate.h"
 #include "tools/cli/collective.h"
 #include "tools/cli/commands.h"

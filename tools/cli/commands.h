@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scenarios/problem.h"
+#include "scenarios/input/problem.h"
 
 namespace podsim::cli {
 

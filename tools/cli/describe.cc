@@ -1,7 +1,7 @@
 // podsim describe [--json]
 #include <ostream>
 
-#include "scenarios/schema.h"
+#include "scenarios/input/schema.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {

@@ -9,9 +9,9 @@
 
 #include "calibration/execute_report.h"
 #include "hwmodels/gpu_model.h"
-#include "scenarios/execute_plan.h"
-#include "scenarios/profile_fit.h"
-#include "scenarios/reader.h"
+#include "scenarios/execute/execute_plan.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/step/profile_fit.h"
 #include "tools/cli/commands.h"
 
 #if PODSIM_HAVE_CUDA

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/suggest.h"
+#include "scenarios/input/suggest.h"
 
 #ifndef PODSIM_VERSION
 #define PODSIM_VERSION "unknown"

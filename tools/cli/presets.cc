@@ -1,7 +1,7 @@
 // podsim presets [--json]
 #include <ostream>
 
-#include "scenarios/presets_listing.h"
+#include "scenarios/report/presets_listing.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {

@@ -2,11 +2,11 @@
 #include <fstream>
 #include <ostream>
 
-#include "scenarios/reader.h"
-#include "scenarios/report_format.h"
-#include "scenarios/simulate.h"
-#include "scenarios/timeline_svg.h"
-#include "scenarios/trace.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/report/report_format.h"
+#include "scenarios/report/timeline_svg.h"
+#include "scenarios/report/trace.h"
+#include "scenarios/step/simulate.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {

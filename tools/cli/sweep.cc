@@ -25,9 +25,9 @@
 #include <mpi.h>
 #endif
 
-#include "scenarios/reader.h"
-#include "scenarios/sweep.h"
-#include "scenarios/sweep_report.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/report/sweep_report.h"
+#include "scenarios/sweep/sweep.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {

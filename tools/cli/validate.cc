@@ -1,9 +1,9 @@
 // podsim validate FILE [--json] [--profile FILE]
 #include <ostream>
 
-#include "scenarios/simulate.h"
-#include "scenarios/validation.h"
-#include "scenarios/validation_report.h"
+#include "scenarios/report/validation_report.h"
+#include "scenarios/step/simulate.h"
+#include "scenarios/validate/validation.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {

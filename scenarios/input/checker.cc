@@ -1,0 +1,485 @@
+#include "scenarios/input/checker.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "scenarios/input/json_text.h"
+#include "scenarios/input/quantity.h"
+#include "scenarios/input/suggest.h"
+
+namespace podsim::scenarios {
+
+using nlohmann::json;
+
+namespace {
+
+/// "a string", "an array", ... of a JSON value, for "expected X, got Y".
+std::string json_kind(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string (" + quote_for_message(value.get_ref<const std::string&>()) + ")";
+    case json::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "the number " + value.dump();
+    case json::value_t::binary:
+    case json::value_t::discarded:
+      return "binary data";
+  }
+  return "something else";
+}
+
+/// The value as the user wrote it, short.
+std::string shown(const json& value) {
+  if (value.is_string()) return quote_for_message(value.get_ref<const std::string&>());
+  const std::string text = value.dump();
+  return text.size() > 60 ? text.substr(0, 60) + "..." : text;
+}
+
+bool in_range(double v, const KeyDecl& decl) {
+  if (!(v <= decl.max)) return false;  // also false for NaN
+  return decl.min_exclusive ? v > decl.min : v >= decl.min;
+}
+
+std::string range_message(const std::string& what, const KeyDecl& decl) {
+  return what + " is out of range (allowed: " + allowed_text(decl) + ")";
+}
+
+/// A JSON number within the declared range, or nullopt with the message.
+std::optional<double> number_in_range(const json& value, const KeyDecl& decl,
+                                      std::string_view expected, std::string& message,
+                                      std::string& hint) {
+  if (!value.is_number()) {
+    message = "expected " + std::string(expected) + ", got " + json_kind(value);
+    if (value.is_string()) hint = "write the number without quotes";
+    return std::nullopt;
+  }
+  const double v = value.get<double>();
+  if (!in_range(v, decl)) {
+    message = range_message(shown(value), decl);
+    return std::nullopt;
+  }
+  return v;
+}
+
+/// The rank-layout string: a permutation of tp, cp, ep, dp, pp.
+bool check_order(const std::string& order, std::string& message, std::string& hint) {
+  const std::vector<std::string> dims = {"tp", "cp", "ep", "dp", "pp"};
+  std::vector<int> seen(dims.size(), 0);
+  size_t start = 0;
+  while (start <= order.size()) {
+    const size_t dash = order.find('-', start);
+    const size_t end = dash == std::string::npos ? order.size() : dash;
+    const std::string part = order.substr(start, end - start);
+    size_t index = 0;
+    while (index < dims.size() && dims[index] != part) ++index;
+    if (index == dims.size()) {
+      message = quote_for_message(order) + ": " + quote_for_message(part) +
+                " is not a parallel dimension";
+      const std::string guess = closest_match(part, dims);
+      hint = guess.empty() ? "use tp, cp, ep, dp, pp joined by '-', e.g. \"tp-cp-ep-dp-pp\""
+                           : "did you mean '" + guess + "'?";
+      return false;
+    }
+    ++seen[index];
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (seen[i] != 1) {
+      message = quote_for_message(order) +
+                " is not a permutation of tp, cp, ep, dp, pp: " + dims[i] +
+                (seen[i] == 0 ? " is missing" : " appears twice");
+      hint = "name each of the five once, innermost first, e.g. \"tp-cp-ep-dp-pp\"";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string enum_hint(std::string_view given, const std::vector<std::string>& allowed) {
+  const std::string guess = closest_match(given, allowed);
+  if (!guess.empty()) return "did you mean '" + guess + "'?";
+  return "one of: " + join_list(allowed, 40);
+}
+
+}  // namespace
+
+std::string pattern_of(std::string_view path) {
+  std::string out;
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t end = path.find('/', start + 1);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view segment = path.substr(start + 1, end - start - 1);
+    const bool index =
+        !segment.empty() && segment.find_first_not_of("0123456789") == std::string_view::npos;
+    out += "/";
+    out += index ? std::string("*") : std::string(segment);
+    start = end;
+  }
+  return out;
+}
+
+std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl,
+                                          std::string& message, std::string& hint) {
+  switch (decl.kind) {
+    case KeyKind::kInteger: {
+      const std::optional<double> v = number_in_range(value, decl, "an integer", message, hint);
+      if (!v) return std::nullopt;
+      if (value.is_number_float() && *v != std::floor(*v)) {
+        message = "expected an integer, got " + shown(value);
+        return std::nullopt;
+      }
+      return CheckedValue(static_cast<int64_t>(*v));
+    }
+    case KeyKind::kNumber: {
+      const std::optional<double> v = number_in_range(value, decl, "a number", message, hint);
+      if (!v) return std::nullopt;
+      return CheckedValue(*v);
+    }
+    case KeyKind::kQuantity: {
+      double v = 0;
+      if (value.is_number()) {
+        v = value.get<double>();
+      } else if (value.is_string()) {
+        const Result<Quantity> quantity = parse_quantity(value.get_ref<const std::string&>());
+        if (!quantity.ok()) {
+          message = quantity.problems().front().message;
+          hint = quantity.problems().front().hint;
+          return std::nullopt;
+        }
+        if (quantity.value().dimension != decl.dimension) {
+          message = shown(value) + " is " +
+                    std::string(dimension_name(quantity.value().dimension)) + ", expected " +
+                    std::string(dimension_name(decl.dimension)) + " like '" +
+                    std::string(dimension_example(decl.dimension)) + "'";
+          if (decl.dimension == Dimension::kBytesPerSecond &&
+              quantity.value().dimension == Dimension::kBytes) {
+            hint = "a bandwidth needs '/s': 'Gb/s' for bits, 'GB/s' for bytes";
+          }
+          return std::nullopt;
+        }
+        v = quantity.value().value;
+      } else {
+        message = "expected " + std::string(dimension_name(decl.dimension)) + " (a number in " +
+                  std::string(dimension_unit(decl.dimension)) + " or a string like '" +
+                  std::string(dimension_example(decl.dimension)) + "'), got " + json_kind(value);
+        return std::nullopt;
+      }
+      if (!in_range(v, decl)) {
+        message = range_message(
+            shown(value) + (value.is_string() ? " = " + format_number(v) + " " +
+                                                    std::string(dimension_unit(decl.dimension))
+                                              : ""),
+            decl);
+        return std::nullopt;
+      }
+      return CheckedValue(v);
+    }
+    case KeyKind::kBool:
+      if (!value.is_boolean()) {
+        message = "expected true or false, got " + json_kind(value);
+        if (value.is_string()) hint = "write true or false without quotes";
+        return std::nullopt;
+      }
+      return CheckedValue(value.get<bool>());
+    case KeyKind::kString: {
+      if (!value.is_string()) {
+        message = "expected a string, got " + json_kind(value);
+        return std::nullopt;
+      }
+      const std::string& text = value.get_ref<const std::string&>();
+      if (static_cast<double>(text.size()) > decl.max) {
+        message = "string of " + std::to_string(text.size()) + " bytes is too long (at most " +
+                  format_number(decl.max) + ")";
+        return std::nullopt;
+      }
+      if (decl.allowed == "order" && !check_order(text, message, hint)) return std::nullopt;
+      return CheckedValue(text);
+    }
+    case KeyKind::kEnum:
+    case KeyKind::kEnumOrObject: {
+      const std::vector<std::string> allowed = allowed_values(decl);
+      if (!value.is_string()) {
+        message = "expected one of " + join_list(allowed, 40) + ", got " + json_kind(value);
+        return std::nullopt;
+      }
+      const std::string& text = value.get_ref<const std::string&>();
+      for (const std::string& a : allowed) {
+        if (a == text) return CheckedValue(text);
+      }
+      message = quote_for_message(text) + " is not one of " + join_list(allowed, 40);
+      hint = enum_hint(text, allowed);
+      return std::nullopt;
+    }
+    case KeyKind::kPresetName: {
+      if (!value.is_string()) {
+        message = "expected a preset name, got " + json_kind(value);
+        return std::nullopt;
+      }
+      const std::string& text = value.get_ref<const std::string&>();
+      const std::vector<std::string> names = allowed_values(decl);
+      for (const std::string& name : names) {
+        if (name == text) return CheckedValue(text);
+      }
+      message = "unknown " + std::string(decl.allowed).substr(0, decl.allowed.size() - 1) +
+                " preset " + quote_for_message(text);
+      hint = enum_hint(text, names);
+      return std::nullopt;
+    }
+    case KeyKind::kObject:
+    case KeyKind::kArray:
+    case KeyKind::kPresetOrObject:
+    case KeyKind::kScenario:
+      break;
+  }
+  message = "internal: no leaf conversion for this key";
+  return std::nullopt;
+}
+
+CheckedValue declared_default(const KeyDecl& decl) {
+  std::string message;
+  std::string hint;
+  const json literal = json::parse(decl.default_value, nullptr, /*allow_exceptions=*/false);
+  std::optional<CheckedValue> value;
+  if (!literal.is_discarded()) value = convert_value(literal, decl, message, hint);
+  if (!value) {
+    std::fprintf(stderr, "podsim: broken default '%s' of %s: %s\n",
+                 std::string(decl.default_value).c_str(), std::string(decl.path).c_str(),
+                 message.c_str());
+    std::abort();
+  }
+  return *value;
+}
+
+/// The state of one check() call.
+struct Checker::Walk {
+  const Checker& checker;
+  std::vector<Problem>& problems;
+  const ScenarioHook& on_scenario;
+  CheckedDocument out;
+
+  void problem(const std::string& path, std::string message, std::string hint = "") {
+    problems.push_back({checker.prefix_ + path, std::move(message), std::move(hint)});
+  }
+
+  const KeyDecl& decl_for(const std::string& pattern) const {
+    const KeyDecl* decl = find_decl(checker.table_, pattern);
+    if (decl == nullptr) {
+      std::fprintf(stderr, "podsim: internal: undeclared pattern %s\n", pattern.c_str());
+      std::abort();
+    }
+    return *decl;
+  }
+
+  void node(const json& value, const std::string& pattern, const std::string& path) {
+    const KeyDecl& decl = decl_for(pattern);
+    switch (decl.kind) {
+      case KeyKind::kObject:
+        if (!value.is_object()) {
+          problem(path, "expected an object, got " + json_kind(value));
+          out.bad.insert(path);
+          return;
+        }
+        object(value, pattern, path);
+        return;
+      case KeyKind::kPresetOrObject:
+        preset_or_object(value, decl, pattern, path);
+        return;
+      case KeyKind::kEnumOrObject:
+        if (value.is_object()) {
+          object(value, pattern, path);
+          return;
+        }
+        leaf(value, decl, path);
+        return;
+      case KeyKind::kArray:
+        array(value, decl, pattern, path);
+        return;
+      case KeyKind::kScenario:
+        out.present.insert(path);
+        if (on_scenario) on_scenario(value, path);
+        return;
+      default:
+        leaf(value, decl, path);
+        return;
+    }
+  }
+
+  void leaf(const json& value, const KeyDecl& decl, const std::string& path) {
+    out.present.insert(path);
+    std::string message;
+    std::string hint;
+    std::optional<CheckedValue> converted = convert_value(value, decl, message, hint);
+    if (!converted) {
+      problem(path, std::move(message), std::move(hint));
+      out.bad.insert(path);
+      return;
+    }
+    out.values[path] = std::move(*converted);
+  }
+
+  void array(const json& value, const KeyDecl& decl, const std::string& pattern,
+             const std::string& path) {
+    out.present.insert(path);
+    if (!value.is_array()) {
+      problem(path, "expected an array, got " + json_kind(value));
+      out.bad.insert(path);
+      return;
+    }
+    const auto size = static_cast<double>(value.size());
+    if (size < decl.min || size > decl.max) {
+      problem(path, "has " + std::to_string(value.size()) +
+                        " elements (allowed: " + allowed_text(decl) + ")");
+      out.bad.insert(path);
+      return;
+    }
+    out.array_sizes[path] = value.size();
+    for (size_t i = 0; i < value.size(); ++i) {
+      node(value[i], pattern + "/*", path + "/" + std::to_string(i));
+    }
+  }
+
+  void unknown_key(const std::string& key, const std::string& pattern, const std::string& path) {
+    const std::string child_path = path + "/" + pointer_segment(key);
+    const std::vector<std::string> siblings = declared_children(checker.table_, pattern);
+    std::string hint;
+    const std::string guess = closest_match(key, siblings);
+    if (!guess.empty()) {
+      hint = "did you mean '" + guess + "'?";
+    } else {
+      const std::vector<std::string> elsewhere = patterns_ending_with(checker.table_, key);
+      if (!elsewhere.empty()) {
+        hint = "'" + key + "' belongs in " + elsewhere.front();
+      } else {
+        hint = "keys here: " + join_list(siblings, 40);
+      }
+    }
+    problem(child_path, "unknown key " + quote_for_message(key), hint);
+  }
+
+  void object(const json& value, const std::string& pattern, const std::string& path) {
+    out.present.insert(path);
+    for (const auto& [key, child] : value.items()) {
+      const std::string child_pattern = pattern + "/" + key;
+      const KeyDecl* decl = find_decl(checker.table_, child_pattern);
+      if (decl == nullptr || key == "*" || decl->kind == KeyKind::kPresetName) {
+        // "base" is consumed by preset expansion; anywhere else it is unknown.
+        unknown_key(key, pattern, path);
+        continue;
+      }
+      node(child, child_pattern, path + "/" + pointer_segment(key));
+    }
+    for (const std::string& key : declared_children(checker.table_, pattern)) {
+      const KeyDecl& decl = decl_for(pattern + "/" + key);
+      if (decl.presence == Presence::kRequired && !value.contains(key)) {
+        problem(path + "/" + key, "missing (required)",
+                decl.doc.empty() ? "" : "give " + std::string(decl.doc));
+        out.bad.insert(path + "/" + key);
+      }
+    }
+  }
+
+  void preset_or_object(const json& value, const KeyDecl& decl, const std::string& pattern,
+                        const std::string& path) {
+    const std::string category(decl.allowed);
+    if (value.is_string()) {
+      const KeyDecl& base_decl = decl_for(pattern + "/base");
+      std::string message;
+      std::string hint;
+      if (!convert_value(value, base_decl, message, hint)) {
+        problem(path, std::move(message), std::move(hint));
+        out.bad.insert(path);
+        return;
+      }
+      const std::string& name = value.get_ref<const std::string&>();
+      out.presets[path] = name;
+      object(*checker.presets_.find(category, name), pattern, path);
+      return;
+    }
+    if (!value.is_object()) {
+      problem(path, "expected a preset name or an object, got " + json_kind(value),
+              "presets: " + join_list(checker.presets_.names(category), 40));
+      out.bad.insert(path);
+      return;
+    }
+    if (!value.contains("base")) {
+      object(value, pattern, path);
+      return;
+    }
+    const KeyDecl& base_decl = decl_for(pattern + "/base");
+    std::string message;
+    std::string hint;
+    if (!convert_value(value["base"], base_decl, message, hint)) {
+      // Without its base the object would miss required keys: report only this.
+      problem(path + "/base", std::move(message), std::move(hint));
+      out.bad.insert(path);
+      return;
+    }
+    const std::string& name = value["base"].get_ref<const std::string&>();
+    out.presets[path] = name;
+    json overrides = value;
+    overrides.erase("base");
+    object(merge(*checker.presets_.find(category, name), overrides, pattern), pattern, path);
+  }
+
+  /// `base` with `overrides` laid over it, key by key: objects merge
+  /// recursively, a preset name under an override object without "base"
+  /// becomes that object's base, anything else (scalars, arrays) is replaced.
+  json merge(const json& base, const json& overrides, const std::string& pattern) const {
+    json result = base;
+    for (const auto& [key, value] : overrides.items()) {
+      const std::string child_pattern = pattern + "/" + key;
+      const KeyDecl* decl = find_decl(checker.table_, child_pattern);
+      const auto existing = result.find(key);
+      if (decl == nullptr || existing == result.end() || !value.is_object()) {
+        result[key] = value;
+        continue;
+      }
+      if (decl->kind == KeyKind::kPresetOrObject && value.contains("base")) {
+        result[key] = value;  // a new base replaces the preset's choice
+      } else if (decl->kind == KeyKind::kPresetOrObject && existing->is_string()) {
+        json with_base = value;
+        with_base["base"] = *existing;
+        result[key] = std::move(with_base);
+      } else if (existing->is_object()) {
+        result[key] = merge(*existing, value, child_pattern);
+      } else {
+        result[key] = value;
+      }
+    }
+    return result;
+  }
+};
+
+Checker::Checker(std::span<const KeyDecl> table, const PresetLibrary& presets,
+                 std::string path_prefix)
+    : table_(table), presets_(presets), prefix_(std::move(path_prefix)) {}
+
+CheckedDocument Checker::check(const json& document, std::vector<Problem>& problems,
+                               const ScenarioHook& on_scenario) const {
+  Walk walk{*this, problems, on_scenario, {}};
+  walk.node(document, "", "");
+  return std::move(walk.out);
+}
+
+CheckedDocument Checker::check_subtree(const json& node, const std::string& pattern,
+                                       std::vector<Problem>& problems) const {
+  const ScenarioHook none;
+  Walk walk{*this, problems, none, {}};
+  walk.node(node, pattern, pattern);
+  return std::move(walk.out);
+}
+
+}  // namespace podsim::scenarios

@@ -1,0 +1,513 @@
+#include "scenarios/input/schema.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scenarios/input/presets.h"
+#include "scenarios/input/suggest.h"
+
+namespace podsim::scenarios {
+
+namespace {
+
+// Declaration helpers: one line per key in the tables below.
+constexpr KeyDecl object(std::string_view path, Presence presence, std::string_view doc) {
+  return {path, KeyKind::kObject, presence, "", Dimension::kNone, 0, 0, false, "", doc};
+}
+constexpr KeyDecl integer(std::string_view path, Presence presence, std::string_view value,
+                          double min, double max, std::string_view doc) {
+  return {path, KeyKind::kInteger, presence, value, Dimension::kNone, min, max, false, "", doc};
+}
+constexpr KeyDecl number(std::string_view path, Presence presence, std::string_view value,
+                         double min, double max, bool min_exclusive, std::string_view doc) {
+  return {path, KeyKind::kNumber, presence, value, Dimension::kNone, min,
+          max,  min_exclusive,    "",       doc};
+}
+constexpr KeyDecl quantity(std::string_view path, Presence presence, std::string_view value,
+                           Dimension dimension, double min, double max, bool min_exclusive,
+                           std::string_view doc) {
+  return {path, KeyKind::kQuantity, presence, value, dimension, min, max, min_exclusive, "", doc};
+}
+constexpr KeyDecl boolean(std::string_view path, std::string_view value, std::string_view doc) {
+  return {path, KeyKind::kBool, Presence::kDefault, value, Dimension::kNone, 0, 0, false, "", doc};
+}
+/// A boolean whose absence means something of its own (said in `doc`).
+constexpr KeyDecl optional_boolean(std::string_view path, std::string_view doc) {
+  return {path, KeyKind::kBool, Presence::kOptional, "", Dimension::kNone, 0, 0, false, "", doc};
+}
+constexpr KeyDecl text(std::string_view path, Presence presence, std::string_view value,
+                       double max_length, std::string_view doc) {
+  return {path, KeyKind::kString, presence, value, Dimension::kNone, 0, max_length, false, "", doc};
+}
+constexpr KeyDecl choice(std::string_view path, std::string_view value, std::string_view allowed,
+                         std::string_view doc) {
+  return {path, KeyKind::kEnum, Presence::kDefault, value, Dimension::kNone, 0, 0, false, allowed,
+          doc};
+}
+constexpr KeyDecl preset_or_object(std::string_view path, std::string_view category,
+                                   std::string_view doc) {
+  return {path,
+          KeyKind::kPresetOrObject,
+          Presence::kRequired,
+          "",
+          Dimension::kNone,
+          0,
+          0,
+          false,
+          category,
+          doc};
+}
+constexpr KeyDecl preset_base(std::string_view path, std::string_view category) {
+  return {path,
+          KeyKind::kPresetName,
+          Presence::kOptional,
+          "",
+          Dimension::kNone,
+          0,
+          0,
+          false,
+          category,
+          "start from this preset; the other keys of the object override it"};
+}
+
+constexpr double kNameLength = 256;
+constexpr double kTextLength = 65536;
+constexpr double kPathLength = 4096;
+constexpr double kMaxDegree = 1e8;  // any parallel degree or GPU count
+constexpr double kPeta = 1e15;
+
+constexpr Presence kRequired = Presence::kRequired;
+constexpr Presence kDefault = Presence::kDefault;
+constexpr Presence kComputed = Presence::kComputed;
+constexpr Presence kOptional = Presence::kOptional;
+
+// clang-format off
+constexpr KeyDecl kScenarioKeys[] = {
+  object("", kRequired, "a scenario: a model, a cluster, a training setup and a parallelism plan"),
+  text("/name", kComputed, "the file name without .json", kNameLength, "label used in reports"),
+  text("/notes", kOptional, "", kTextLength, "free text for people; ignored by the simulation"),
+
+  preset_or_object("/model", "models", "the network being trained: a preset name or an object"),
+  preset_base("/model/base", "models"),
+  text("/model/name", kComputed, "the preset name, else \"custom\"", kNameLength, "label of the model"),
+  text("/model/source", kOptional, "", kTextLength, "where the shape comes from"),
+  integer("/model/layers", kRequired, "", 1, 1e5, "transformer layers"),
+  integer("/model/hidden", kRequired, "", 1, 1 << 20, "model (embedding) width"),
+  integer("/model/ffn_hidden", kRequired, "", 1, 1 << 24, "MLP inner width (dense layers)"),
+  integer("/model/heads", kRequired, "", 1, 1 << 16, "attention (query) heads"),
+  integer("/model/kv_heads", kComputed, "= heads", 1, 1 << 16,
+          "key/value heads (grouped-query attention); must divide heads"),
+  integer("/model/head_dim", kComputed, "= hidden / heads", 1, 1 << 16, "attention head size"),
+  integer("/model/vocab", kRequired, "", 1, 1 << 28, "vocabulary size"),
+  choice("/model/mlp", "\"swiglu\"", "gelu|swiglu", "MLP kind: gelu (2 matrices) or swiglu (3 matrices)"),
+  choice("/model/norm", "\"rmsnorm\"", "layernorm|rmsnorm", "normalisation layer"),
+  boolean("/model/tied_embeddings", "false", "input and output embeddings share one matrix"),
+  object("/model/moe", kOptional, "mixture of experts: replaces the dense MLP of every layer"),
+  integer("/model/moe/experts", kRequired, "", 1, 1 << 16, "routed experts per layer"),
+  integer("/model/moe/top_k", kRequired, "", 1, 1 << 16, "experts each token is routed to"),
+  integer("/model/moe/ffn_hidden", kComputed, "= /model/ffn_hidden", 1, 1 << 24,
+          "MLP inner width of one expert"),
+  integer("/model/moe/shared_experts", kDefault, "0", 0, 1 << 16,
+          "experts every token goes through in addition"),
+
+  preset_or_object("/cluster", "clusters", "the machine: a preset name or an object"),
+  preset_base("/cluster/base", "clusters"),
+  text("/cluster/name", kComputed, "the preset name, else \"custom\"", kNameLength, "label of the cluster"),
+  text("/cluster/source", kOptional, "", kTextLength, "where the numbers come from"),
+  preset_or_object("/cluster/gpu", "gpus", "the accelerator: a preset name or an object"),
+  preset_base("/cluster/gpu/base", "gpus"),
+  text("/cluster/gpu/name", kComputed, "the preset name, else \"custom\"", kNameLength, "label of the GPU"),
+  text("/cluster/gpu/source", kOptional, "", kTextLength, "where the numbers come from"),
+  object("/cluster/gpu/peak_flops", kRequired, "dense (no 2:4 sparsity) peak rates by number format"),
+  quantity("/cluster/gpu/peak_flops/bf16", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "bf16 tensor-core peak; 0 = not supported"),
+  quantity("/cluster/gpu/peak_flops/fp16", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "fp16 tensor-core peak; 0 = not supported"),
+  quantity("/cluster/gpu/peak_flops/fp8", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "fp8 tensor-core peak; 0 = not supported"),
+  quantity("/cluster/gpu/peak_flops/tf32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "tf32 tensor-core peak; 0 = not supported"),
+  quantity("/cluster/gpu/peak_flops/fp32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "fp32 rate of the SM (non-tensor) units"),
+  object("/cluster/gpu/hbm", kRequired, "device memory"),
+  quantity("/cluster/gpu/hbm/capacity", kRequired, "", Dimension::kBytes, 0, kPeta, true,
+           "HBM capacity per GPU"),
+  quantity("/cluster/gpu/hbm/bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
+           "HBM bandwidth per GPU"),
+  object("/cluster/gpu/l2", kRequired, "last-level on-chip cache"),
+  quantity("/cluster/gpu/l2/capacity", kRequired, "", Dimension::kBytes, 0, 1e12, true, "cache capacity"),
+  quantity("/cluster/gpu/l2/bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
+           "cache bandwidth"),
+  integer("/cluster/gpu/sms", kRequired, "", 1, 1e5, "streaming multiprocessors (compute units on AMD)"),
+  quantity("/cluster/gpu/clock", kRequired, "", Dimension::kHertz, 0, 1e11, true,
+           "clock at which the tensor peak is quoted (extension)"),
+  quantity("/cluster/gpu/launch_overhead", kRequired, "", Dimension::kSeconds, 0, 0.01, false,
+           "host launch overhead of one kernel on a stream (extension)"),
+  boolean("/cluster/gpu/has_nvls", "false", "NVLink SHARP in-switch reduction in the scale-up domain (extension)"),
+  text("/cluster/gpu/profile", kDefault, "\"\"", kPathLength,
+       "calibration profile (JSON) used instead of datasheet efficiency; empty = datasheet"),
+  integer("/cluster/nodes", kRequired, "", 1, 1e7, "nodes (servers) in the cluster"),
+  integer("/cluster/gpus_per_node", kRequired, "", 1, 1024, "GPUs per node"),
+  object("/cluster/scale_up", kRequired, "the scale-up domain (NVLink / NVSwitch, Infinity Fabric)"),
+  quantity("/cluster/scale_up/bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
+           "per GPU, per direction"),
+  quantity("/cluster/scale_up/latency", kDefault, "0", Dimension::kSeconds, 0, 1, false,
+           "one hop GPU -> switch -> GPU"),
+  integer("/cluster/scale_up/domain", kComputed, "= gpus_per_node", 1, 1e6,
+          "GPUs per scale-up domain"),
+  number("/cluster/scale_up/efficiency", kDefault, "1", 0, 1, true,
+         "fraction of the bandwidth payload reaches through NCCL (protocol overhead; extension)"),
+  object("/cluster/scale_out", kOptional, "the scale-out network (InfiniBand / RoCE); required when nodes > 1"),
+  quantity("/cluster/scale_out/nic_bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
+           "per NIC, per direction"),
+  integer("/cluster/scale_out/nics_per_node", kComputed, "= gpus_per_node", 1, 1024, "NICs per node"),
+  quantity("/cluster/scale_out/latency", kDefault, "0", Dimension::kSeconds, 0, 1, false,
+           "one switch hop, NIC to NIC"),
+  number("/cluster/scale_out/efficiency", kDefault, "1", 0, 1, true,
+         "fraction of the NIC bandwidth payload reaches through NCCL (extension)"),
+  boolean("/cluster/scale_out/rail_optimized", "false",
+          "NIC i of every node goes to the rail-i switch of the first tier (extension)"),
+  {"/cluster/scale_out/tiers", KeyKind::kArray, kComputed,
+   "one non-blocking tier over all nodes", Dimension::kNone, 1, 16, false, "",
+   "switching tiers, innermost first"},
+  object("/cluster/scale_out/tiers/*", kRequired, "one switching tier"),
+  text("/cluster/scale_out/tiers/*/name", kRequired, "", kNameLength, "label of the tier (rack, pod, ...)"),
+  integer("/cluster/scale_out/tiers/*/nodes", kDefault, "0", 0, 1e7,
+          "nodes under one switch group of this tier; 0 = all nodes (the top tier)"),
+  number("/cluster/scale_out/tiers/*/oversubscription", kDefault, "1", 0, 1000, true,
+         "downlink:uplink capacity of the groups below into this tier (7 = 1:7)"),
+  number("/cluster/price_per_gpu_hour", kOptional, "", 0, 1e6, true, "dollars per GPU-hour, for cost reports"),
+
+  integer("/gpus", kComputed, "= dp*tp*pp*cp", 1, kMaxDegree, "GPUs the job uses; must fit the cluster"),
+
+  object("/training", kRequired, "batch, sequence, precision, optimizer"),
+  integer("/training/seq_len", kRequired, "", 1, 1 << 27, "tokens per sequence"),
+  integer("/training/global_batch", kRequired, "", 1, 1 << 30, "sequences per optimizer step"),
+  integer("/training/micro_batch", kDefault, "1", 1, 1 << 30, "sequences per micro-batch on one pipeline"),
+  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|fp32",
+         "format of the matrix products (fp8: matrix products in fp8, the rest bf16)"),
+  choice("/training/optimizer", "\"adam\"", "adam|sgd", "adam (fp32 master weights and two moments) or sgd"),
+
+  object("/parallelism", kOptional, "how the work is split (all degrees default to 1)"),
+  integer("/parallelism/dp", kDefault, "1", 1, kMaxDegree, "data-parallel degree"),
+  integer("/parallelism/tp", kDefault, "1", 1, kMaxDegree, "tensor-parallel degree"),
+  integer("/parallelism/pp", kDefault, "1", 1, kMaxDegree, "pipeline-parallel degree (stages)"),
+  integer("/parallelism/cp", kDefault, "1", 1, kMaxDegree, "context-parallel degree"),
+  integer("/parallelism/ep", kDefault, "1", 1, kMaxDegree, "expert-parallel degree; divides dp*cp"),
+  boolean("/parallelism/sequence_parallel", "false", "shard norm/dropout activations across the TP group"),
+  integer("/parallelism/zero", kDefault, "0", 0, 3,
+          "0 plain DP, 1 optimizer states sharded, 2 + gradients, 3 + weights (FSDP)"),
+  integer("/parallelism/shard_group", kComputed, "= dp", 1, kMaxDegree,
+          "HSDP: data-parallel ranks in one shard group; replicas across groups"),
+  object("/parallelism/pipeline", kOptional, "pipeline schedule"),
+  choice("/parallelism/pipeline/schedule", "\"1f1b\"", "gpipe|1f1b|interleaved_1f1b|zero_bubble",
+         "pipeline schedule"),
+  integer("/parallelism/pipeline/virtual_stages", kDefault, "1", 1, 1e5,
+          "model chunks per GPU (interleaved_1f1b only)"),
+  object("/parallelism/context", kOptional, "context parallelism"),
+  choice("/parallelism/context/algorithm", "\"ring\"", "ring|ulysses|all_gather",
+         "how attention is split across the CP group"),
+  {"/parallelism/recompute", KeyKind::kEnumOrObject, kDefault, "\"none\"", Dimension::kNone, 0, 0,
+   false, "none|selective|full",
+   "activation recomputation: none, selective (attention core), full, or {\"every\": C}"},
+  integer("/parallelism/recompute/every", kRequired, "", 1, 1e5, "checkpoint every C layers"),
+  {"/parallelism/order", KeyKind::kString, kDefault, "\"tp-cp-ep-dp-pp\"", Dimension::kNone, 0, 64,
+   false, "order", "rank layout, innermost first: a permutation of tp, cp, ep, dp, pp joined by '-'"},
+
+  object("/options", kOptional, "overlap switches and model-level knobs"),
+  object("/options/overlap", kOptional, "which communication may overlap compute"),
+  boolean("/options/overlap/dp", "true", "data-parallel gradient reduction overlaps the backward pass"),
+  boolean("/options/overlap/tp", "false", "tensor-parallel collectives overlap compute"),
+  boolean("/options/overlap/pp", "true", "pipeline send/recv overlaps compute"),
+  boolean("/options/overlap/cp", "true", "context-parallel K/V exchange overlaps attention"),
+  boolean("/options/flash_attention", "true", "fused attention: no s*s score matrix is kept"),
+  integer("/options/dp_bucket_params", kDefault, "0", 0, 1e12,
+          "parameters per gradient bucket; 0 = Megatron's max(40M, 1M x dp) (extension)"),
+  integer("/options/fsdp_unit_layers", kDefault, "1", 1, 1e5,
+          "transformer layers per ZeRO-3/FSDP unit, one all-gather each (extension)"),
+  choice("/options/grad_format", "\"fp32\"", "fp32|bf16",
+         "format of accumulated gradients and their reduction (extension)"),
+  optional_boolean("/options/zero2_reduce_every_micro_batch",
+          "ZeRO-2: reduce-scatter gradients after every micro-batch (true) or once per step "
+          "(false); unset: every micro-batch without pipeline parallelism (DeepSpeed, FSDP), "
+          "once per step with it (torchtitan; DeepSpeed refuses ZeRO-2 with PP) (extension)"),
+  choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
+         "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
+};
+
+constexpr KeyDecl kValidationKeys[] = {
+  object("", kRequired, "a validation-case file"),
+  text("/notes", kOptional, "", kTextLength, "free text for people"),
+  {"/cases", KeyKind::kArray, kRequired, "", Dimension::kNone, 1, 100000, false, "",
+   "measured runs to compare against"},
+  object("/cases/*", kRequired, "one measured run"),
+  text("/cases/*/id", kRequired, "", kNameLength, "unique id of the case"),
+  text("/cases/*/source", kOptional, "", kTextLength, "paper, table"),
+  {"/cases/*/scenario", KeyKind::kScenario, kRequired, "", Dimension::kNone, 0, 0, false, "",
+   "the scenario that was run (the keys above)"},
+  object("/cases/*/measured", kOptional, "what was measured (any subset)"),
+  number("/cases/*/measured/step_time_s", kOptional, "", 0, 1e9, true, "one optimizer step, seconds"),
+  number("/cases/*/measured/tflops_per_gpu", kOptional, "", 0, 1e6, true, "model TFLOP/s per GPU"),
+  number("/cases/*/measured/mfu", kOptional, "", 0, 1, true, "model FLOPs utilisation"),
+  number("/cases/*/measured/memory_peak_gib", kOptional, "", 0, 1e6, true,
+         "peak memory per GPU as the allocator reported it, GiB"),
+  text("/cases/*/notes", kOptional, "", kTextLength, "what was derived or assumed"),
+};
+// clang-format on
+
+std::string_view parent_of(std::string_view pattern) {
+  const size_t slash = pattern.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : pattern.substr(0, slash);
+}
+
+std::string_view last_segment(std::string_view pattern) {
+  const size_t slash = pattern.rfind('/');
+  return slash == std::string_view::npos ? pattern : pattern.substr(slash + 1);
+}
+
+std::string range_number(double value, const KeyDecl& decl) {
+  if (decl.kind == KeyKind::kQuantity) {
+    return format_number(value) + " " + std::string(dimension_unit(decl.dimension));
+  }
+  return format_number(value);
+}
+
+std::vector<std::string> split_allowed(std::string_view allowed) {
+  std::vector<std::string> values;
+  size_t start = 0;
+  while (start <= allowed.size()) {
+    const size_t bar = allowed.find('|', start);
+    const size_t end = bar == std::string_view::npos ? allowed.size() : bar;
+    values.emplace_back(allowed.substr(start, end - start));
+    if (bar == std::string_view::npos) break;
+    start = bar + 1;
+  }
+  return values;
+}
+
+}  // namespace
+
+std::span<const KeyDecl> scenario_keys() { return kScenarioKeys; }
+std::span<const KeyDecl> validation_keys() { return kValidationKeys; }
+
+const KeyDecl* find_decl(std::span<const KeyDecl> table, std::string_view pattern) {
+  for (const KeyDecl& decl : table) {
+    if (decl.path == pattern) return &decl;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> declared_children(std::span<const KeyDecl> table,
+                                           std::string_view pattern) {
+  std::vector<std::string> children;
+  for (const KeyDecl& decl : table) {
+    if (!decl.path.empty() && parent_of(decl.path) == pattern && last_segment(decl.path) != "*") {
+      children.emplace_back(last_segment(decl.path));
+    }
+  }
+  return children;
+}
+
+std::vector<std::string> patterns_ending_with(std::span<const KeyDecl> table,
+                                              std::string_view key) {
+  std::vector<std::string> patterns;
+  for (const KeyDecl& decl : table) {
+    if (!decl.path.empty() && last_segment(decl.path) == key) patterns.emplace_back(decl.path);
+  }
+  return patterns;
+}
+
+std::vector<std::string> allowed_values(const KeyDecl& decl) {
+  switch (decl.kind) {
+    case KeyKind::kEnum:
+    case KeyKind::kEnumOrObject:
+      return split_allowed(decl.allowed);
+    case KeyKind::kPresetOrObject:
+    case KeyKind::kPresetName:
+      return builtin_presets().names(decl.allowed);
+    default:
+      return {};
+  }
+}
+
+std::string allowed_text(const KeyDecl& decl) {
+  switch (decl.kind) {
+    case KeyKind::kEnum:
+      return join_list(split_allowed(decl.allowed), 100);
+    case KeyKind::kEnumOrObject:
+      return join_list(split_allowed(decl.allowed), 100) + " or an object";
+    case KeyKind::kPresetOrObject:
+    case KeyKind::kPresetName:
+      return "presets: " + join_list(builtin_presets().names(decl.allowed), 100);
+    case KeyKind::kInteger:
+    case KeyKind::kNumber:
+    case KeyKind::kQuantity: {
+      const std::string low = range_number(decl.min, decl);
+      const std::string high = range_number(decl.max, decl);
+      return (decl.min_exclusive ? "> " + low + ", <= " : low + " .. ") + high;
+    }
+    case KeyKind::kArray:
+      return format_number(decl.min) + " .. " + format_number(decl.max) + " elements";
+    case KeyKind::kString:
+      if (decl.allowed == "order") return "permutation of tp, cp, ep, dp, pp";
+      return "at most " + format_number(decl.max) + " bytes";
+    case KeyKind::kObject:
+    case KeyKind::kScenario:
+    case KeyKind::kBool:
+      return "";
+  }
+  return "";
+}
+
+std::string_view kind_text(const KeyDecl& decl) {
+  switch (decl.kind) {
+    case KeyKind::kObject:
+      return "object";
+    case KeyKind::kArray:
+      return "array of objects";
+    case KeyKind::kPresetOrObject:
+      return "preset name or object";
+    case KeyKind::kPresetName:
+      return "preset name";
+    case KeyKind::kEnumOrObject:
+      return "string or object";
+    case KeyKind::kScenario:
+      return "scenario object";
+    case KeyKind::kInteger:
+      return "integer";
+    case KeyKind::kNumber:
+      return "number";
+    case KeyKind::kQuantity:
+      switch (decl.dimension) {
+        case Dimension::kBytes:
+          return "size";
+        case Dimension::kSeconds:
+          return "time";
+        case Dimension::kBytesPerSecond:
+          return "bandwidth";
+        case Dimension::kFlopsPerSecond:
+          return "compute rate";
+        case Dimension::kHertz:
+          return "frequency";
+        case Dimension::kNone:
+          return "number";
+      }
+      return "number";
+    case KeyKind::kBool:
+      return "boolean";
+    case KeyKind::kString:
+      return "string";
+    case KeyKind::kEnum:
+      return "enum";
+  }
+  return "";
+}
+
+std::string default_text(const KeyDecl& decl) {
+  switch (decl.presence) {
+    case Presence::kRequired:
+      return "(required)";
+    case Presence::kOptional:
+      return "(none)";
+    case Presence::kDefault:
+    case Presence::kComputed:
+      return std::string(decl.default_value);
+  }
+  return "";
+}
+
+namespace {
+
+std::string unit_text(const KeyDecl& decl) {
+  if (decl.kind == KeyKind::kQuantity) return std::string(dimension_unit(decl.dimension));
+  if (decl.path.ends_with("price_per_gpu_hour")) return "$";
+  if (decl.path.ends_with("_s")) return "s";
+  if (decl.path.ends_with("_gib")) return "GiB";
+  return "";
+}
+
+void describe_table(std::string& out, std::string_view title, std::span<const KeyDecl> table) {
+  struct Row {
+    std::string key, type, unit, fallback, allowed, doc;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"KEY", "TYPE", "UNIT", "DEFAULT", "ALLOWED", "MEANING"});
+  for (const KeyDecl& decl : table) {
+    rows.push_back({decl.path.empty() ? "/" : std::string(decl.path), std::string(kind_text(decl)),
+                    unit_text(decl), default_text(decl), allowed_text(decl),
+                    std::string(decl.doc)});
+  }
+  size_t widths[4] = {0, 0, 0, 0};
+  for (const Row& row : rows) {
+    widths[0] = std::max(widths[0], row.key.size());
+    widths[1] = std::max(widths[1], row.type.size());
+    widths[2] = std::max(widths[2], row.unit.size());
+    widths[3] = std::max(widths[3], std::min<size_t>(row.fallback.size(), 40));
+  }
+  out += title;
+  out += "\n\n";
+  for (const Row& row : rows) {
+    std::string line;
+    const std::string* cells[4] = {&row.key, &row.type, &row.unit, &row.fallback};
+    for (size_t i = 0; i < 4; ++i) {
+      line += *cells[i];
+      line += std::string(widths[i] + 2 - std::min(widths[i], cells[i]->size()), ' ');
+    }
+    line += row.doc;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    if (!row.allowed.empty() && &row != &rows.front()) {
+      out += std::string(widths[0] + 2, ' ') + "allowed: " + row.allowed + "\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string describe_text() {
+  std::string out;
+  describe_table(out,
+                 "Scenario keys (scenario-format.md; quantities take SI numbers or unit strings)",
+                 scenario_keys());
+  out += "\n";
+  describe_table(out, "Validation-case file keys (podsim validate FILE)", validation_keys());
+  out += "\nUnits: ";
+  std::vector<std::string> names;
+  for (const UnitSpelling& unit : unit_spellings()) names.push_back(unit.name);
+  out += join_list(names, 1000);
+  out += "\n(b = bits, B = bytes; KiB..PiB are binary; bandwidths are per direction)\n";
+  return out;
+}
+
+std::string describe_json_text() {
+  nlohmann::json out;
+  const auto table_json = [](std::span<const KeyDecl> table) {
+    nlohmann::json keys = nlohmann::json::array();
+    for (const KeyDecl& decl : table) {
+      nlohmann::json key;
+      key["path"] = decl.path.empty() ? "/" : std::string(decl.path);
+      key["type"] = std::string(kind_text(decl));
+      key["unit"] = unit_text(decl);
+      key["required"] = decl.presence == Presence::kRequired;
+      key["default"] = default_text(decl);
+      key["allowed"] = allowed_text(decl);
+      key["doc"] = std::string(decl.doc);
+      keys.push_back(std::move(key));
+    }
+    return keys;
+  };
+  out["scenario"] = table_json(scenario_keys());
+  out["validation"] = table_json(validation_keys());
+  nlohmann::json units = nlohmann::json::array();
+  for (const UnitSpelling& unit : unit_spellings()) {
+    units.push_back({{"unit", unit.name},
+                     {"dimension", std::string(dimension_unit(unit.dimension))},
+                     {"factor", unit.to_base}});
+  }
+  out["units"] = std::move(units);
+  return out.dump(2) + "\n";
+}
+
+}  // namespace podsim::scenarios

@@ -1,0 +1,280 @@
+#include "scenarios/report/timeline_svg.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scenarios/report/svg.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using strategies::Stream;
+using strategies::Task;
+using strategies::TaskId;
+using strategies::TaskKind;
+
+constexpr double kLeft = 120, kRight = 24, kRowHeight = 26, kComputeHeight = 14, kCommHeight = 7,
+                 kMemoryHeight = 220;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Style {
+  const char* fill;
+  const char* label;
+};
+
+Style style_of(const Task& t) {
+  switch (t.kind) {
+    case TaskKind::kForward:
+      return {"#4c78a8", "forward"};
+    case TaskKind::kBackward:
+      return {"#f58518", "backward"};
+    case TaskKind::kBackwardInput:
+      return {"#e45756", "backward B (input grads)"};
+    case TaskKind::kBackwardWeight:
+      return {"#72b7b2", "backward W (weight grads)"};
+    case TaskKind::kRecompute:
+      return {"#b279a2", "recompute"};
+    case TaskKind::kOptimizer:
+      return {"#9d755d", "optimizer"};
+    case TaskKind::kComm:
+      break;
+  }
+  switch (t.stream) {
+    case Stream::kPpSendNext:
+    case Stream::kPpSendPrev:
+      return {"#54a24b", "pipeline send"};
+    case Stream::kDpGather:
+      return {"#eeca3b", "DP parameter gather"};
+    default:
+      return {"#8c8c8c", "DP gradient sync"};
+  }
+}
+
+constexpr std::array<const char*, 10> kStagePalette{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                                    "#bcbd22", "#17becf"};
+
+}  // namespace
+
+std::string timeline_svg(const StepDetail& detail, const TimelineOptions& options) {
+  const strategies::Schedule& s = detail.schedule;
+  const StepTimeline& tl = detail.timeline;
+  const Report& report = detail.report;
+  const double step = std::max(report.step_time_s, 1e-12);
+  const double width = std::max(options.width_px, 400.0);
+  const double plot = width - kLeft - kRight;
+  const double scale = plot / step;
+
+  // One drawn GPU per stage: the stage's representative when simulated,
+  // else its first simulated GPU.
+  std::vector<int64_t> row_of_stage(static_cast<size_t>(s.job.plan.pp), -1);
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    const auto stage = static_cast<size_t>(s.layout.stage(s.ranks[ri]));
+    if (row_of_stage[stage] < 0 ||
+        s.ranks[ri] == s.layout.representative(s.layout.stage(s.ranks[ri]))) {
+      row_of_stage[stage] = static_cast<int64_t>(ri);
+    }
+  }
+  std::vector<size_t> rows;
+  for (int64_t ri : row_of_stage) {
+    if (ri >= 0) rows.push_back(static_cast<size_t>(ri));
+  }
+
+  const double gantt_top = 56;
+  const double axis_y = gantt_top + kRowHeight * static_cast<double>(rows.size()) + 4;
+  const double legend_y = axis_y + 50;
+  const double memory_top = legend_y + 50;
+  const double memory_bottom = memory_top + kMemoryHeight;
+  const double height = memory_bottom + 60;
+
+  Svg svg(width, height, true);
+  svg.rect(0, 0, width, height, "#ffffff");
+  svg.text(kLeft, 20,
+           "Step timeline: " + report.scenario + " (" + report.simulation_mode + " simulation)",
+           "start", 14, "font-weight=\"bold\"");
+  svg.text(kLeft, 38,
+           "step " + fixed_number(report.step_time_s, 4) + " s, bubble " +
+               fixed_number(100 * report.bubble_fraction, 1) + "% of the critical stage, " +
+               std::to_string(rows.size()) + " stages" +
+               (s.scope == strategies::Scope::kEveryRank ? " (first GPU of each stage shown)" : ""),
+           "start", 11, "fill=\"#444444\"");
+
+  // Gantt chart.
+  svg.open_group("class=\"gantt\" data-x0=\"" + fixed_number(kLeft, 2) + "\" data-px-per-s=\"" +
+                 fixed_number(scale, 6) + "\"");
+  std::vector<std::pair<std::string, std::string>> legend;  // fill, label (first seen order)
+  auto note_legend = [&](const Style& st) {
+    for (const auto& [fill, label] : legend) {
+      if (label == st.label) return;
+    }
+    legend.emplace_back(st.fill, st.label);
+  };
+  for (size_t row = 0; row < rows.size(); ++row) {
+    const size_t ri = rows[row];
+    const int64_t rank = s.ranks[ri];
+    const double y = gantt_top + kRowHeight * static_cast<double>(row);
+    svg.text(
+        kLeft - 6, y + kComputeHeight - 3,
+        "stage " + std::to_string(s.layout.stage(rank)) + " (GPU " + std::to_string(rank) + ")",
+        "end", 10);
+    // Idle stretches of the compute lane first (under the bars).
+    std::vector<std::pair<double, double>> busy;
+    for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+      if (s.tasks[id].stream != Stream::kCompute) continue;
+      busy.emplace_back(tl.tasks[id].start.seconds(), tl.tasks[id].end.seconds());
+    }
+    std::sort(busy.begin(), busy.end());
+    double t = 0;
+    for (const auto& [start, end] : busy) {
+      if (start > t) {
+        svg.rect(kLeft + t * scale, y, (start - t) * scale, kComputeHeight, "#f4dada",
+                 "class=\"idle\"");
+      }
+      t = std::max(t, end);
+    }
+    if (step > t) {
+      svg.rect(kLeft + t * scale, y, (step - t) * scale, kComputeHeight, "#f4dada",
+               "class=\"idle\"");
+    }
+    for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+      const Task& task = s.tasks[id];
+      const Style st = style_of(task);
+      note_legend(st);
+      const double start = tl.tasks[id].start.seconds();
+      const double end = tl.tasks[id].end.seconds();
+      const bool compute = task.stream == Stream::kCompute;
+      const double lane_y = compute ? y : y + kComputeHeight + 1;
+      const double h = compute ? kComputeHeight : kCommHeight;
+      svg.rect_with_title(
+          kLeft + start * scale, lane_y, (end - start) * scale, h, st.fill,
+          s.task_name(id) + ": " + fixed_number(start, 6) + " - " + fixed_number(end, 6) + " s",
+          "data-task=\"" + std::to_string(id) + "\"" +
+              (compute ? " stroke=\"#ffffff\" stroke-width=\"0.3\"" : ""));
+    }
+  }
+  svg.close_group();
+
+  // Time axis.
+  const std::vector<double> ticks = nice_ticks(0, step, 8);
+  const int decimals = ticks.size() > 1 ? tick_decimals(ticks[1] - ticks[0]) : 3;
+  svg.line(kLeft, axis_y, kLeft + plot, axis_y, "#333333");
+  for (double tick : ticks) {
+    const double x = kLeft + tick * scale;
+    svg.line(x, gantt_top - 4, x, axis_y, "#dddddd", 0.5);
+    svg.line(x, axis_y, x, axis_y + 4, "#333333");
+    svg.text(x, axis_y + 16, fixed_number(tick, decimals), "middle", 10);
+  }
+  svg.text(kLeft + plot / 2, axis_y + 30, "time (s)", "middle", 11);
+
+  // Legend.
+  legend.emplace_back("#f4dada", "idle (pipeline bubble or waiting for communication)");
+  double lx = kLeft;
+  for (const auto& [fill, label] : legend) {
+    const double w = 16 + 6.2 * static_cast<double>(label.size());
+    if (lx + w > width - kRight) break;
+    svg.rect(lx, legend_y - 9, 12, 10, fill);
+    svg.text(lx + 16, legend_y, label, "start", 10);
+    lx += w + 14;
+  }
+
+  // Memory per stage over time.
+  struct Curve {
+    int64_t stage = 0;
+    std::vector<std::pair<double, double>> points;  // seconds, bytes
+    double peak = 0;
+  };
+  std::vector<Curve> curves;
+  double top_bytes = report.memory_capacity_bytes;
+  for (size_t ri : rows) {
+    Curve c;
+    c.stage = s.layout.stage(s.ranks[ri]);
+    double base = 0;
+    for (const StageMemory& m : report.per_stage) {
+      if (m.stage == c.stage) base = m.weights + m.grads + m.optimizer + m.other;
+    }
+    struct Change {
+      sim::Time time;
+      double bytes;
+    };
+    std::vector<Change> changes;
+    for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+      const Task& task = s.tasks[id];
+      if (task.alloc_bytes != 0) changes.push_back({tl.tasks[id].start, task.alloc_bytes});
+      if (task.free_bytes != 0) changes.push_back({tl.tasks[id].end, -task.free_bytes});
+    }
+    // As simulate() counts the peak: by time, frees before allocations.
+    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+      if (a.time != b.time) return a.time < b.time;
+      return a.bytes < b.bytes;
+    });
+    double live = base;
+    c.peak = live;
+    c.points.emplace_back(0.0, live);
+    for (const Change& ch : changes) {
+      const double t = ch.time.seconds();
+      c.points.emplace_back(t, live);
+      live += ch.bytes;
+      c.points.emplace_back(t, live);
+      c.peak = std::max(c.peak, live);
+    }
+    c.points.emplace_back(step, live);
+    top_bytes = std::max(top_bytes, c.peak);
+    curves.push_back(std::move(c));
+  }
+  top_bytes = std::max(top_bytes * 1.05, 1.0);
+  const double mem_scale = kMemoryHeight / top_bytes;
+  svg.text(kLeft, memory_top - 12, "Memory per GPU by stage (GiB): static + activations", "start",
+           12, "font-weight=\"bold\"");
+  svg.line(kLeft, memory_bottom, kLeft + plot, memory_bottom, "#333333");
+  svg.line(kLeft, memory_top, kLeft, memory_bottom, "#333333");
+  const std::vector<double> gib_ticks = nice_ticks(0, top_bytes / kGiB, 5);
+  for (double g : gib_ticks) {
+    const double y = memory_bottom - g * kGiB * mem_scale;
+    svg.line(kLeft, y, kLeft + plot, y, "#eeeeee", 0.5);
+    svg.text(kLeft - 6, y + 3, fixed_number(g, 0), "end", 10);
+  }
+  for (double tick : ticks) {
+    const double x = kLeft + tick * scale;
+    svg.text(x, memory_bottom + 14, fixed_number(tick, decimals), "middle", 10);
+  }
+  svg.text(kLeft + plot / 2, memory_bottom + 28, "time (s)", "middle", 11);
+  const double cap_y = memory_bottom - report.memory_capacity_bytes * mem_scale;
+  svg.line(kLeft, cap_y, kLeft + plot, cap_y, "#d62728", 1, "stroke-dasharray=\"6,4\"");
+  svg.text(kLeft + plot, cap_y - 4,
+           "capacity " + fixed_number(report.memory_capacity_bytes / kGiB, 1) + " GiB", "end", 10,
+           "fill=\"#d62728\"");
+  svg.open_group("class=\"memory\"");
+  for (size_t k = 0; k < curves.size(); ++k) {
+    const Curve& c = curves[k];
+    std::vector<std::pair<double, double>> px;
+    px.reserve(c.points.size());
+    for (const auto& [t, bytes] : c.points) {
+      px.emplace_back(kLeft + t * scale, memory_bottom - bytes * mem_scale);
+    }
+    svg.polyline(px, kStagePalette[k % kStagePalette.size()], 1.2,
+                 "data-stage=\"" + std::to_string(c.stage) + "\" data-peak-gib=\"" +
+                     fixed_number(c.peak / kGiB, 3) + "\"");
+  }
+  svg.close_group();
+  double sx = kLeft;
+  const double legend2_y = memory_bottom + 46;
+  for (size_t k = 0; k < curves.size(); ++k) {
+    const std::string label = "stage " + std::to_string(curves[k].stage) + " peak " +
+                              fixed_number(curves[k].peak / kGiB, 1);
+    const double w = 20 + 5.6 * static_cast<double>(label.size());
+    if (sx + w > width - kRight) {
+      svg.text(sx, legend2_y, "...", "start", 10);
+      break;
+    }
+    svg.line(sx, legend2_y - 4, sx + 14, legend2_y - 4, kStagePalette[k % kStagePalette.size()], 2);
+    svg.text(sx + 18, legend2_y, label, "start", 10);
+    sx += w + 8;
+  }
+  return svg.finish();
+}
+
+}  // namespace podsim::scenarios

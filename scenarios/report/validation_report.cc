@@ -1,0 +1,176 @@
+#include "scenarios/report/validation_report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scenarios/input/quantity.h"
+#include "scenarios/report/text_table.h"
+
+namespace podsim::scenarios {
+
+using nlohmann::json;
+
+namespace {
+
+json values_json(const RunValues& values) {
+  json out = json::object();
+  if (values.step_time_s) out["step_time_s"] = *values.step_time_s;
+  if (values.tflops_per_gpu) out["tflops_per_gpu"] = *values.tflops_per_gpu;
+  if (values.mfu) out["mfu"] = *values.mfu;
+  if (values.memory_peak_gib) out["memory_peak_gib"] = *values.memory_peak_gib;
+  return out;
+}
+
+json optional_json(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+std::string signed_percent(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%+.1f%%", fraction * 100.0);
+  return buffer;
+}
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string or_dash(const std::optional<double>& value, std::string (*format)(double)) {
+  return value ? format(*value) : std::string("-");
+}
+
+std::string seconds_text(double v) { return format_seconds(v); }
+std::string percent_text(double v) { return format_percent(v); }
+std::string signed_text(double v) { return signed_percent(v); }
+std::string tflops_text(double v) { return fixed(v, 1); }
+std::string gib_text(double v) { return fixed(v, 1) + " GiB"; }
+
+}  // namespace
+
+json validation_to_json(const ValidationSummary& summary) {
+  json cases = json::array();
+  for (const CaseOutcome& c : summary.cases) {
+    json entry;
+    entry["id"] = c.id;
+    entry["measured"] = values_json(c.measured);
+    if (c.report) {
+      entry["predicted"] = values_json(c.predicted);
+      entry["error"] = values_json(c.error);
+      entry["dominant_term"] = dominant_term(*c.report).first;
+    } else {
+      entry["error_message"] = c.error_message;
+    }
+    cases.push_back(std::move(entry));
+  }
+  json out;
+  out["cases"] = std::move(cases);
+  out["mape_step_time"] = optional_json(summary.mape_step_time);
+  out["mape_tflops_per_gpu"] = optional_json(summary.mape_tflops_per_gpu);
+  out["mape_mfu"] = optional_json(summary.mape_mfu);
+  out["mape_memory"] = optional_json(summary.mape_memory);
+  out["median_abs_error_step_time"] = optional_json(summary.median_abs_error_step_time);
+  out["cases_failed"] = summary.failed;
+  json worst = json::array();
+  for (const size_t i : worst_cases(summary, 5)) worst.push_back(summary.cases[i].id);
+  out["worst"] = std::move(worst);
+  return out;
+}
+
+std::string validation_json_text(const ValidationSummary& summary) {
+  return validation_to_json(summary).dump(2) + "\n";
+}
+
+std::string format_validation_text(const ValidationSummary& summary) {
+  std::string out;
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"CASE", "STEP pred", "STEP meas", "err", "MFU pred", "MFU meas", "err",
+                  "TFLOP/s pred", "meas", "err", "MEM pred", "meas", "err"});
+  for (const CaseOutcome& c : summary.cases) {
+    if (!c.report) {
+      rows.push_back({c.id, "FAILED"});
+      continue;
+    }
+    rows.push_back(
+        {c.id, or_dash(c.predicted.step_time_s, seconds_text),
+         or_dash(c.measured.step_time_s, seconds_text), or_dash(c.error.step_time_s, signed_text),
+         or_dash(c.predicted.mfu, percent_text), or_dash(c.measured.mfu, percent_text),
+         or_dash(c.error.mfu, signed_text), or_dash(c.predicted.tflops_per_gpu, tflops_text),
+         or_dash(c.measured.tflops_per_gpu, tflops_text),
+         or_dash(c.error.tflops_per_gpu, signed_text),
+         c.measured.memory_peak_gib ? gib_text(*c.predicted.memory_peak_gib) : "-",
+         or_dash(c.measured.memory_peak_gib, gib_text),
+         or_dash(c.error.memory_peak_gib, signed_text)});
+  }
+  out += format_columns(rows, "L");
+
+  if (summary.failed > 0) {
+    out += "\nFailed cases\n";
+    for (const CaseOutcome& c : summary.cases) {
+      if (!c.report) out += "  " + c.id + ": " + c.error_message + "\n";
+    }
+  }
+
+  const auto count = [&](std::optional<double> RunValues::*key) {
+    size_t n = 0;
+    for (const CaseOutcome& c : summary.cases) n += (c.error.*key).has_value() ? 1 : 0;
+    return n;
+  };
+  const auto mape_line = [&](const char* label, const std::optional<double>& mape, size_t n) {
+    return std::vector<std::string>{
+        label, mape ? format_percent(*mape) : "-",
+        mape ? "over " + std::to_string(n) + " cases" : "no case measured it"};
+  };
+  std::vector<std::vector<std::string>> stats;
+  stats.push_back(
+      mape_line("  MAPE step time", summary.mape_step_time, count(&RunValues::step_time_s)));
+  stats.push_back({"  median |error| step time",
+                   summary.median_abs_error_step_time
+                       ? format_percent(*summary.median_abs_error_step_time)
+                       : "-",
+                   ""});
+  stats.push_back(mape_line("  MAPE TFLOP/s per GPU", summary.mape_tflops_per_gpu,
+                            count(&RunValues::tflops_per_gpu)));
+  stats.push_back(mape_line("  MAPE MFU", summary.mape_mfu, count(&RunValues::mfu)));
+  stats.push_back(
+      mape_line("  MAPE memory", summary.mape_memory, count(&RunValues::memory_peak_gib)));
+  out += "\nSummary: " + std::to_string(summary.cases.size()) + " cases, " +
+         std::to_string(summary.cases.size() - summary.failed) + " simulated, " +
+         std::to_string(summary.failed) + " failed\n";
+  out += format_columns(stats, "LRL");
+
+  const std::vector<size_t> worst = worst_cases(summary, 5);
+  if (!worst.empty()) {
+    out += "\nWorst cases\n";
+    std::vector<std::vector<std::string>> lines;
+    std::vector<std::string> dominants;
+    for (const size_t i : worst) {
+      const CaseOutcome& c = summary.cases[i];
+      const char* key = c.error.step_time_s      ? "step time"
+                        : c.error.tflops_per_gpu ? "TFLOP/s"
+                                                 : "MFU";
+      const double error = c.error.step_time_s      ? *c.error.step_time_s
+                           : c.error.tflops_per_gpu ? *c.error.tflops_per_gpu
+                                                    : *c.error.mfu;
+      const auto [term, seconds] = dominant_term(*c.report);
+      const double step = c.report->step_time_s > 0 ? c.report->step_time_s : 1.0;
+      lines.push_back({"  " + c.id, key, signed_percent(error)});
+      dominants.push_back("  dominant: " + term + " (" + format_percent(seconds / step) +
+                          " of the step)");
+    }
+    const std::string table = format_columns(lines, "LLR");
+    size_t start = 0;
+    for (const std::string& dominant : dominants) {
+      const size_t end = table.find('\n', start);
+      out += table.substr(start, end - start) + dominant + "\n";
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace podsim::scenarios

@@ -1,0 +1,296 @@
+#include "scenarios/step/simulate.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hwmodels/collectives.h"
+#include "hwmodels/fabric.h"
+#include "hwmodels/gpu_model.h"
+#include "hwmodels/memory_model.h"
+#include "scenarios/step/profile_fit.h"
+#include "scenarios/step/step_simulation.h"
+#include "strategies/memory.h"
+#include "strategies/schedule.h"
+#include "strategies/workload.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using strategies::Dim;
+using strategies::Schedule;
+using strategies::Stream;
+using strategies::Task;
+using strategies::TaskKind;
+
+constexpr const char* kFlopsConvention =
+    "model FLOPs: every matrix product (GEMMs and attention scores/values) of the forward and "
+    "backward passes counted exactly, once, without recomputation; causal attention counts the "
+    "half of the score matrix it needs; embedding lookups, norms, softmax, loss and optimizer "
+    "excluded. HFU also counts recomputed forward passes and flash attention's recompute of the "
+    "scores in its backward pass.";
+
+void add_exposed(ExposedComm& e, Dim dim, double seconds) {
+  switch (dim) {
+    case Dim::kTp:
+      e.tp += seconds;
+      break;
+    case Dim::kCp:
+      e.cp += seconds;
+      break;
+    case Dim::kEp:
+      e.ep += seconds;
+      break;
+    case Dim::kDp:
+      e.dp += seconds;
+      break;
+    case Dim::kPp:
+      e.pp += seconds;
+      break;
+  }
+}
+
+/// The previous task on the same (rank, stream), or -1: what a task waits
+/// for besides its dependencies.
+std::vector<int64_t> stream_predecessors(const Schedule& schedule) {
+  std::vector<int64_t> prev(schedule.tasks.size(), -1);
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+    std::array<int64_t, strategies::kStreams> last{};
+    last.fill(-1);
+    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
+      int64_t& l = last[static_cast<size_t>(schedule.tasks[id].stream)];
+      prev[id] = l;
+      l = id;
+    }
+  }
+  return prev;
+}
+
+/// Where the critical rank's compute stream spent the step: busy time by
+/// category from the work costs, and each idle gap explained by walking the
+/// chain of what held the next task back, latest first: time a transfer or
+/// collective was in flight is exposed communication of its dimension
+/// (including time it queued behind earlier transfers on its stream); time
+/// spent waiting for another stage's compute is pipeline bubble.
+Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size_t rank_index,
+                    double step_s) {
+  Breakdown b;
+  const auto& tasks = schedule.tasks;
+  const std::vector<int64_t> stream_prev = stream_predecessors(schedule);
+  auto seconds = [](sim::Time t) { return t.seconds(); };
+  auto end_of = [&](int64_t id) { return seconds(timeline.tasks[static_cast<size_t>(id)].end); };
+  auto latest = [&](std::span<const strategies::TaskId> deps, int64_t also) {
+    int64_t culprit = also;
+    for (strategies::TaskId d : deps) {
+      if (culprit < 0 || end_of(d) > end_of(culprit)) culprit = d;
+    }
+    return culprit;
+  };
+  auto explain_wait = [&](double from, double to, int64_t culprit) {
+    while (to > from) {
+      if (culprit < 0 || end_of(culprit) <= from) break;
+      const auto c = static_cast<size_t>(culprit);
+      if (tasks[c].kind != TaskKind::kComm) break;  // another stage's compute: bubble
+      const double begin = std::max(from, seconds(timeline.tasks[c].start));
+      const double finish = std::min(to, end_of(culprit));
+      b.bubble += to - finish;
+      add_exposed(b.exposed_comm, tasks[c].dim, finish - begin);
+      to = begin;
+      culprit = latest(schedule.dependencies(static_cast<strategies::TaskId>(c)), stream_prev[c]);
+    }
+    if (to > from) b.bubble += to - from;
+  };
+
+  double t = 0;
+  int64_t last_comm = -1;
+  for (uint32_t id = schedule.rank_begin[rank_index]; id < schedule.rank_begin[rank_index + 1];
+       ++id) {
+    const Task& task = tasks[id];
+    if (task.stream != Stream::kCompute) {
+      if (last_comm < 0 || end_of(id) > end_of(last_comm)) last_comm = id;
+      continue;
+    }
+    const TaskTime& tt = timeline.tasks[id];
+    explain_wait(t, seconds(tt.start), latest(schedule.dependencies(id), -1));
+    const uint32_t ci = timeline.task_cost[id];
+    if (ci != StepTimeline::kNoCost) {
+      const WorkCost& c = timeline.costs[ci];
+      // What NCCL kernels of other streams took from the task's SMs while it
+      // ran stretched it beyond its price: compute time too.
+      const double stretched = std::max(0.0, seconds(tt.end) - seconds(tt.start) - c.duration_s);
+      if (task.kind == TaskKind::kRecompute) {
+        b.recompute += c.compute_s + c.recompute_s + stretched;
+      } else {
+        b.compute += c.compute_s + stretched;
+        b.recompute += c.recompute_s;
+      }
+      b.optimizer += c.optimizer_s;
+      for (size_t d = 0; d < c.exposed_comm_s.size(); ++d) {
+        add_exposed(b.exposed_comm, static_cast<Dim>(d), c.exposed_comm_s[d]);
+      }
+    }
+    t = seconds(tt.end);
+  }
+  // After its last kernel the rank waits for its own communication to end
+  // (gradient synchronisation, the last pipeline sends).
+  explain_wait(t, step_s, last_comm);
+  return b;
+}
+
+/// Peak of allocations minus frees over a rank's timeline (frees first when
+/// a task ends as the next one starts).
+double activation_peak(const Schedule& schedule, const StepTimeline& timeline, size_t rank_index) {
+  struct Change {
+    sim::Time time;
+    double bytes;
+  };
+  std::vector<Change> changes;
+  for (uint32_t id = schedule.rank_begin[rank_index]; id < schedule.rank_begin[rank_index + 1];
+       ++id) {
+    const Task& task = schedule.tasks[id];
+    if (task.alloc_bytes != 0) changes.push_back({timeline.tasks[id].start, task.alloc_bytes});
+    if (task.free_bytes != 0) changes.push_back({timeline.tasks[id].end, -task.free_bytes});
+  }
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    if (a.time != b.time) return a.time < b.time;
+    return a.bytes < b.bytes;
+  });
+  double live = 0, peak = 0;
+  for (const Change& c : changes) {
+    live += c.bytes;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& plan_problems) {
+  std::vector<Problem> out;
+  for (const auto& p : plan_problems) out.push_back({p.path, p.message, p.hint});
+  return out;
+}
+
+}  // namespace
+
+Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
+  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
+  if (spec.gpus > spec.cluster.total_gpus()) {
+    return std::vector<Problem>{{"/gpus",
+                                 "the job needs " + std::to_string(spec.gpus) +
+                                     " GPUs but the cluster has " +
+                                     std::to_string(spec.cluster.total_gpus()),
+                                 "add nodes to the cluster or shrink the plan"}};
+  }
+  // A calibration profile (--profile wins over the cluster's gpu.profile)
+  // replaces the datasheet efficiency curves.
+  Result<CalibratedHardware> hardware = calibrated_hardware(spec, options.profile_path);
+  if (!hardware.ok()) return hardware.problems();
+  const hwmodels::GpuModel& gpu = hardware.value().gpu;
+  const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
+  const SimulationMode mode = options.mode.value_or(spec.mode);
+  strategies::BuildResult built = strategies::build_schedule(
+      job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
+                                              : strategies::Scope::kRepresentatives);
+  if (!built.schedule) return to_problems(built.problems);
+  StepDetail detail{std::move(*built.schedule), {}, {}};
+  const Schedule& schedule = detail.schedule;
+
+  std::vector<Problem> problems;
+  for (const auto& p : hwmodels::Fabric::validate(cluster)) {
+    problems.push_back({"/cluster/" + p.path, p.message, p.hint});
+  }
+  if (!problems.empty()) return problems;
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
+  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
+  detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
+  const StepTimeline& timeline = detail.timeline;
+
+  Report& report = detail.report;
+  report.warnings = spec.warnings;  // the reader's remarks come first
+  report.scenario = spec.name;
+  report.gpus = spec.gpus;
+  report.simulation_mode = mode == SimulationMode::kEveryRank ? "every_rank" : "symmetric";
+  report.simulated_ranks = static_cast<int64_t>(schedule.ranks.size());
+  report.engine_events = timeline.run.events;
+  report.fingerprint = timeline.run.fingerprint;
+  report.hardware_source = hardware.value().source;
+  report.calibration_notes = hardware.value().notes;
+
+  // The step ends with the last task of any rank; that rank's stage is the
+  // critical one (lowest rank on ties).
+  const double step_s = timeline.run.end.seconds();
+  size_t critical = 0;
+  sim::Time latest = sim::Time::zero();
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
+      if (timeline.tasks[id].end > latest) {
+        latest = timeline.tasks[id].end;
+        critical = r;
+      }
+    }
+  }
+  report.critical_stage = schedule.layout.stage(schedule.ranks[critical]);
+  report.step_time_s = step_s;
+  report.breakdown = attribute(schedule, timeline, critical, step_s);
+  report.bubble_fraction = step_s > 0 ? report.breakdown.bubble / step_s : 0.0;
+
+  const double tokens =
+      static_cast<double>(spec.training.global_batch) * static_cast<double>(spec.training.seq_len);
+  const double gpus = static_cast<double>(spec.gpus);
+  const double peak = spec.cluster.gpu.peak(spec.training.precision);
+  report.model_flops_per_step = strategies::model_flops_per_step(job);
+  report.hardware_flops_per_step = strategies::hardware_flops_per_step(job);
+  report.flops_convention = kFlopsConvention;
+  if (step_s > 0) {
+    report.tokens_per_s = tokens / step_s;
+    report.tokens_per_s_per_gpu = report.tokens_per_s / gpus;
+    report.model_tflops_per_gpu = report.model_flops_per_step / step_s / gpus / 1e12;
+    report.hardware_tflops_per_gpu = report.hardware_flops_per_step / step_s / gpus / 1e12;
+    if (peak > 0) {
+      report.mfu = report.model_tflops_per_gpu * 1e12 / peak;
+      report.hfu = report.hardware_tflops_per_gpu * 1e12 / peak;
+    }
+  }
+
+  // Memory: static state per stage, activations from the timeline (the
+  // largest over a stage's simulated ranks), and what the runtime reserves.
+  const hwmodels::MemoryModel memory = hwmodels::memory_model(spec.cluster.gpu);
+  const int64_t stages = spec.plan.pp;
+  std::vector<double> act_peak(static_cast<size_t>(stages), 0.0);
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+    const auto stage = static_cast<size_t>(schedule.layout.stage(schedule.ranks[r]));
+    act_peak[stage] = std::max(act_peak[stage], activation_peak(schedule, timeline, r));
+  }
+  report.memory_capacity_bytes = memory.capacity_bytes;
+  for (int64_t s = 0; s < stages; ++s) {
+    const strategies::StaticMemory st = strategies::static_memory(job, s);
+    StageMemory m;
+    m.stage = s;
+    m.weights = st.weights;
+    m.grads = st.grads;
+    m.optimizer = st.optimizer;
+    m.activations = act_peak[static_cast<size_t>(s)];
+    m.other = memory.reserved_bytes();
+    m.peak = m.weights + m.grads + m.optimizer + m.activations + m.other;
+    report.memory_peak_bytes = std::max(report.memory_peak_bytes, m.peak);
+    report.per_stage.push_back(m);
+  }
+  report.memory_fits = report.memory_peak_bytes <= report.memory_capacity_bytes;
+  if (!report.memory_fits) {
+    report.warnings.push_back("does not fit: peak memory per GPU exceeds the GPU's capacity");
+  }
+  return detail;
+}
+
+Result<Report> simulate(const ScenarioSpec& spec, const SimulateOptions& options) {
+  Result<StepDetail> detail = simulate_detailed(spec, options);
+  if (!detail.ok()) return detail.problems();
+  return std::move(detail.value().report);
+}
+
+}  // namespace podsim::scenarios

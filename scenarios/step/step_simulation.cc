@@ -1,0 +1,453 @@
+#include "scenarios/step/step_simulation.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+namespace podsim::scenarios {
+namespace {
+
+using strategies::CollectiveKind;
+using strategies::Dim;
+using strategies::GroupKind;
+using strategies::Op;
+using strategies::OpKind;
+using strategies::OpRole;
+using strategies::Schedule;
+using strategies::Task;
+
+uint64_t bits_of(double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+GroupKind group_kind_of(Dim dim) {
+  switch (dim) {
+    case Dim::kTp:
+      return GroupKind::kTp;
+    case Dim::kCp:
+      return GroupKind::kCp;
+    case Dim::kEp:
+      return GroupKind::kEp;
+    case Dim::kDp:
+      return GroupKind::kDp;
+    case Dim::kPp:
+      return GroupKind::kPp;
+  }
+  return GroupKind::kTp;
+}
+
+/// Prices ops and works; caches what repeats (every rank of a stage runs the
+/// same works, and the same collective on congruent groups).
+class Pricer {
+ public:
+  Pricer(const Schedule& schedule, const StepHardware& hardware)
+      : schedule_(schedule), hw_(hardware), op_times_(schedule.works.size()) {}
+
+  /// Seconds one instance of a compute op takes.
+  double op_time(int32_t work, size_t segment, size_t op_index) {
+    auto& times = op_times_[static_cast<size_t>(work)];
+    const strategies::Work& w = schedule_.works[static_cast<size_t>(work)];
+    if (times.empty()) {
+      times.resize(w.segments.size());
+      for (size_t s = 0; s < w.segments.size(); ++s) {
+        times[s].resize(w.segments[s].ops.size(), -1.0);
+      }
+    }
+    double& t = times[segment][op_index];
+    if (t < 0) t = price_compute(w.segments[segment].ops[op_index]);
+    return t;
+  }
+
+  /// Fraction of the GPU's SMs the NCCL kernel of a collective among
+  /// `group` holds while it runs (hwmodels::kernel_sms over GpuSpec::sms),
+  /// below 1 (compute beside it is priced at 1 / (1 - share)).
+  double comm_sm_share(const std::vector<int64_t>& group) const {
+    const int sms = hw_.gpu.spec().sms;
+    if (sms <= 0) return 0.0;
+    const int held = hwmodels::kernel_sms(hw_.fabric, group, hw_.collectives);
+    return std::clamp(static_cast<double>(held) / sms, 0.0, 0.9);
+  }
+
+  /// Seconds an in-task collective takes among `group` (priced alone).
+  double collective_time(const strategies::CollectiveShape& c, const std::vector<int64_t>& group) {
+    if (group.size() <= 1 || c.bytes <= 0) return 0.0;
+    auto key = std::make_tuple(static_cast<int>(c.kind), bits_of(c.bytes), group);
+    auto it = collective_cache_.find(key);
+    if (it != collective_cache_.end()) return it->second;
+    const double t = hwmodels::predict_collective(hw_.fabric, collective_op(c.kind), group, c.bytes,
+                                                  hwmodels::Algorithm::kAuto, hw_.collectives)
+                         .time_s;
+    collective_cache_.emplace(std::move(key), t);
+    return t;
+  }
+
+ private:
+  double price_compute(const Op& op) const { return price_op(op, hw_.gpu, schedule_.job).time_s; }
+
+  const Schedule& schedule_;
+  const StepHardware& hw_;
+  // [work][segment][op] -> seconds per instance; -1 = not priced yet.
+  std::vector<std::vector<std::vector<double>>> op_times_;
+  std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
+};
+
+void add_role(WorkCost& cost, OpRole role, double seconds) {
+  switch (role) {
+    case OpRole::kRecompute:
+      cost.recompute_s += seconds;
+      break;
+    case OpRole::kOptimizer:
+      cost.optimizer_s += seconds;
+      break;
+    default:
+      cost.compute_s += seconds;
+      break;
+  }
+}
+
+WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int64_t rank) {
+  const strategies::Work& w = schedule.works[static_cast<size_t>(work)];
+  WorkCost cost;
+  std::array<std::vector<int64_t>, strategies::kDims> groups;
+  auto group_of = [&](Dim dim) -> const std::vector<int64_t>& {
+    auto& g = groups[static_cast<size_t>(dim)];
+    if (g.empty()) g = schedule.layout.group(rank, group_kind_of(dim));
+    return g;
+  };
+  for (size_t s = 0; s < w.segments.size(); ++s) {
+    const strategies::Segment& seg = w.segments[s];
+    const double repeat = static_cast<double>(seg.repeat);
+    // A collective paired with a compute op runs beside it, step by step:
+    // each of the `count` steps lasts the longer of the two. While the NCCL
+    // kernel runs it holds `share` of the SMs, so the compute op progresses
+    // at 1 - share for min(tx, its own stretched time): tc + share x that.
+    std::vector<int32_t> partner(seg.ops.size(), -1);
+    for (size_t i = 0; i < seg.ops.size(); ++i) {
+      const Op& op = seg.ops[i];
+      if (op.kind == OpKind::kCollective && op.collective.overlap_op >= 0) {
+        partner[i] = op.collective.overlap_op;
+        partner[static_cast<size_t>(op.collective.overlap_op)] = static_cast<int32_t>(i);
+      }
+    }
+    std::vector<bool> done(seg.ops.size(), false);
+    for (size_t i = 0; i < seg.ops.size(); ++i) {
+      if (done[i]) continue;
+      const Op& op = seg.ops[i];
+      const double count = static_cast<double>(op.count) * repeat;
+      if (partner[i] >= 0) {
+        const auto j = static_cast<size_t>(partner[i]);
+        done[j] = true;
+        const Op& comm = op.kind == OpKind::kCollective ? op : seg.ops[j];
+        const Op& compute = op.kind == OpKind::kCollective ? seg.ops[j] : op;
+        const size_t compute_index = op.kind == OpKind::kCollective ? j : i;
+        const double alone = pricer.op_time(work, s, compute_index);
+        const double tx = pricer.collective_time(comm.collective, group_of(comm.collective.dim));
+        const double share = pricer.comm_sm_share(group_of(comm.collective.dim));
+        const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
+        add_role(cost, compute.role, count * tc);
+        cost.comm_contention_s += count * (tc - alone);
+        cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] +=
+            count * std::max(0.0, tx - tc);
+        cost.hidden_comm_s += count * std::min(tx, tc);
+        continue;
+      }
+      if (op.kind == OpKind::kCollective) {
+        const double tx = pricer.collective_time(op.collective, group_of(op.collective.dim));
+        cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
+      } else {
+        add_role(cost, op.role, count * pricer.op_time(work, s, i));
+      }
+    }
+  }
+  cost.duration_s = cost.compute_s + cost.recompute_s + cost.optimizer_s;
+  for (double e : cost.exposed_comm_s) cost.duration_s += e;
+  return cost;
+}
+
+/// Shifts of the (tp, cp, dp) coordinates: the symmetries of a schedule in
+/// which every rank of a stage runs the same tasks.
+class Images {
+ public:
+  explicit Images(const strategies::Layout& layout, const strategies::ParallelPlan& plan)
+      : layout_(layout), tp_(plan.tp), cp_(plan.cp), dp_(plan.dp) {}
+
+  /// One shift per distinct image of the rank set `ranks` (identity first).
+  /// Shifts are encoded as dtp + tp * (dcp + cp * ddp).
+  const std::vector<int64_t>& distinct(const std::vector<int64_t>& ranks) {
+    auto it = cache_.find(ranks);
+    if (it != cache_.end()) return it->second;
+    std::vector<int64_t> out;
+    std::set<std::vector<int64_t>> seen;
+    std::vector<int64_t> image(ranks.size());
+    for (int64_t shift = 0; shift < tp_ * cp_ * dp_; ++shift) {
+      for (size_t i = 0; i < ranks.size(); ++i) image[i] = apply(shift, ranks[i]);
+      std::sort(image.begin(), image.end());
+      if (seen.insert(image).second) out.push_back(shift);
+    }
+    return cache_.emplace(ranks, std::move(out)).first->second;
+  }
+
+  int64_t apply(int64_t shift, int64_t rank) const {
+    if (rank == hwmodels::kInNetwork || shift == 0) return rank;
+    strategies::Coords c = layout_.coords(rank);
+    c.tp = (c.tp + shift % tp_) % tp_;
+    c.cp = (c.cp + (shift / tp_) % cp_) % cp_;
+    c.dp = (c.dp + shift / (tp_ * cp_)) % dp_;
+    return layout_.rank(c);
+  }
+
+ private:
+  const strategies::Layout& layout_;
+  int64_t tp_, cp_, dp_;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> cache_;
+};
+
+/// Hop multiplicities of transfers under the symmetric scope: how many
+/// images of the transfer cross each link of its own route.
+class ImageCounter {
+ public:
+  ImageCounter(Images& images, const hwmodels::FabricInstance& fabric)
+      : images_(images), fabric_(fabric) {}
+
+  /// `shifts`: Images::distinct of the members of the transfer's collective.
+  void weigh(const std::vector<int64_t>& shifts, const hwmodels::Transfer& t,
+             hwmodels::Route& route) {
+    const auto key = std::make_tuple(t.src, t.dst, &shifts);
+    auto it = counts_.find(key);
+    if (it == counts_.end()) {
+      std::vector<uint32_t> counts(route.hops.size(), 1);  // the transfer itself
+      for (size_t s = 1; s < shifts.size(); ++s) {
+        const hwmodels::Route image =
+            fabric_.route(images_.apply(shifts[s], t.src), images_.apply(shifts[s], t.dst));
+        for (const sim::PathHop& hop : image.hops) {
+          for (size_t h = 0; h < route.hops.size(); ++h) {
+            if (route.hops[h].link == hop.link) ++counts[h];
+          }
+        }
+      }
+      it = counts_.emplace(key, std::move(counts)).first;
+    }
+    for (size_t h = 0; h < route.hops.size(); ++h) route.hops[h].multiplicity *= it->second[h];
+  }
+
+ private:
+  Images& images_;
+  const hwmodels::FabricInstance& fabric_;
+  std::map<std::tuple<int64_t, int64_t, const std::vector<int64_t>*>, std::vector<uint32_t>>
+      counts_;
+};
+
+}  // namespace
+
+hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
+                              const strategies::Job& job) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format);
+    case OpKind::kAttention: {
+      const strategies::AttentionShape& a = op.attention;
+      hwmodels::AttentionShape shape;
+      shape.batch = a.batch;
+      shape.heads = a.heads;
+      shape.kv_heads = a.kv_heads;
+      shape.q_len = a.q_len;
+      shape.kv_len = a.kv_len;
+      shape.head_dim = a.head_dim;
+      shape.causal = a.causal;
+      shape.dropout = strategies::uses_dropout(job.model);
+      return gpu.attention_time(shape,
+                                a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
+                                a.flash, op.format);
+    }
+    case OpKind::kMemoryBound:
+      return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);
+    case OpKind::kCollective:
+      break;
+  }
+  throw std::logic_error("price_op: a collective is not a compute op (" + op.name + ")");
+}
+
+hwmodels::CollectiveOp collective_op(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return hwmodels::CollectiveOp::kAllReduce;
+    case CollectiveKind::kAllGather:
+      return hwmodels::CollectiveOp::kAllGather;
+    case CollectiveKind::kReduceScatter:
+      return hwmodels::CollectiveOp::kReduceScatter;
+    case CollectiveKind::kAllToAll:
+      return hwmodels::CollectiveOp::kAllToAll;
+    case CollectiveKind::kSendRecv:
+      return hwmodels::CollectiveOp::kSendRecv;
+    case CollectiveKind::kBroadcast:
+      return hwmodels::CollectiveOp::kBroadcast;
+  }
+  return hwmodels::CollectiveOp::kAllReduce;
+}
+
+WorkCost cost_work(const Schedule& schedule, const StepHardware& hardware, int32_t work,
+                   int64_t rank) {
+  Pricer pricer(schedule, hardware);
+  return price_work(schedule, pricer, work, rank);
+}
+
+StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware) {
+  const std::vector<Task>& tasks = schedule.tasks;
+  const bool symmetric = schedule.scope == strategies::Scope::kRepresentatives;
+  StepTimeline out;
+  out.task_cost.assign(tasks.size(), StepTimeline::kNoCost);
+
+  sim::Engine engine;
+  // About one activity per task (compute delays and pipeline flows; the
+  // data-parallel collectives add a few joins and flows each) and one
+  // dependency per schedule edge plus one per stream predecessor.
+  engine.reserve(tasks.size() + tasks.size() / 16,
+                 schedule.deps.size() + tasks.size() + tasks.size() / 8);
+  const hwmodels::FabricInstance fabric = hardware.fabric.instantiate(engine);
+  Pricer pricer(schedule, hardware);
+  Images images(schedule.layout, schedule.job.plan);
+  ImageCounter counter(images, fabric);
+
+  // Work costs by (work, the rank's TP/CP/EP groups): ranks whose groups
+  // coincide share them.
+  std::map<std::tuple<int32_t, int64_t, int64_t, int64_t>, uint32_t> cost_index;
+  std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
+  std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
+  // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
+  // buckets and pipeline transfers of a step repeat a few shapes many times.
+  // Each is routed (and, when symmetric, weighed) once, with the share of
+  // the SMs its kernels hold.
+  struct RoutedPlan {
+    hwmodels::CollectivePlan plan;
+    std::vector<hwmodels::Route> routes;
+    double sm_share = 0;
+  };
+  std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, RoutedPlan> plans;
+  // Each simulated GPU's SMs: its compute tasks run on them, and every NCCL
+  // kernel it takes part in holds some of them while the transfer is in
+  // flight (hwmodels::kernel_sms), so compute beside communication slows.
+  std::map<int64_t, sim::PoolId> sms;
+  for (const int64_t rank : schedule.ranks) sms.emplace(rank, engine.add_pool());
+
+  auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
+    const bool p2p = task.group < 0;
+    std::vector<int64_t> members;
+    hwmodels::CollectiveOp op = collective_op(task.collective);
+    if (p2p) {
+      members = {rank, task.peer};
+      op = hwmodels::CollectiveOp::kBroadcast;
+    } else {
+      members = schedule.groups[static_cast<size_t>(task.group)].ranks;
+    }
+    const auto plan_key =
+        std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
+                        static_cast<int>(op), bits_of(task.bytes));
+    auto plan = plans.find(plan_key);
+    if (plan == plans.end()) {
+      RoutedPlan routed;
+      routed.plan = hwmodels::plan_collective(hardware.fabric, op, members, task.bytes,
+                                              hwmodels::Algorithm::kAuto, hardware.collectives);
+      hwmodels::RouteHook hook;
+      if (symmetric) {
+        const std::vector<int64_t>* shifts = &images.distinct(members);
+        hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
+          counter.weigh(*shifts, t, route);
+        };
+      }
+      routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
+      routed.sm_share = pricer.comm_sm_share(members);
+      plan = plans.emplace(plan_key, std::move(routed)).first;
+    }
+    out.flows += plan->second.plan.flow_count();
+    const hwmodels::ScheduledCollective c =
+        hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
+    const double share = plan->second.sm_share;
+    for (const int64_t m : members) {
+      const auto pool = sms.find(m);
+      if (pool != sms.end() && share > 0) engine.add_hold(c.entry, c.exit, pool->second, share);
+    }
+    return c;
+  };
+
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+    const int64_t rank = schedule.ranks[r];
+    auto group_id = [&](GroupKind kind) {
+      const std::vector<int64_t> g = schedule.layout.group(rank, kind);
+      return *std::min_element(g.begin(), g.end());
+    };
+    const auto rank_groups = std::make_tuple(group_id(GroupKind::kTp), group_id(GroupKind::kCp),
+                                             group_id(GroupKind::kEp));
+    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
+      const Task& task = tasks[id];
+      if (task.work >= 0) {
+        const auto key = std::tuple_cat(std::make_tuple(task.work), rank_groups);
+        auto it = cost_index.find(key);
+        if (it == cost_index.end()) {
+          it = cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
+          out.costs.push_back(price_work(schedule, pricer, task.work, rank));
+        }
+        out.task_cost[id] = it->second;
+        const sim::ActivityId a =
+            engine.add_pool_work(sim::Time::from_seconds_ceil(out.costs[it->second].duration_s),
+                                 sms.at(rank), sim::kNoStream, id);
+        start[id] = end[id] = a;
+        continue;
+      }
+      // Communication: one set of flows per collective instance, shared by
+      // the simulated members; a pipeline transfer is a broadcast from the
+      // sender to its peer.
+      if (task.group < 0) {
+        const hwmodels::ScheduledCollective c = add_comm(task, rank, id);
+        start[id] = c.entry;
+        end[id] = c.exit;
+        continue;
+      }
+      auto inst = instances.find(task.instance);
+      if (inst == instances.end()) {
+        inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+      }
+      start[id] = inst->second.entry;
+      end[id] = inst->second.exit;
+    }
+  }
+
+  // Dependencies: the schedule's, and the previous task of the same stream.
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+    std::array<int64_t, strategies::kStreams> last{};
+    last.fill(-1);
+    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
+      for (strategies::TaskId dep : schedule.dependencies(id)) {
+        engine.add_dependency(end[dep], start[id]);
+      }
+      int64_t& prev = last[static_cast<size_t>(tasks[id].stream)];
+      if (prev >= 0) engine.add_dependency(end[static_cast<size_t>(prev)], start[id]);
+      prev = id;
+    }
+  }
+
+  out.activities = engine.activity_count();
+  out.run = engine.run();
+  if (!out.run.completed()) {
+    std::string stuck;
+    for (size_t i = 0; i < out.run.deadlocked.size() && i < 20; ++i) {
+      stuck += "\n  " + schedule.task_name(engine.tag(out.run.deadlocked[i]));
+    }
+    throw std::logic_error("step simulation deadlocked (a schedule bug); stuck tasks:" + stuck);
+  }
+  out.tasks.resize(tasks.size());
+  for (size_t id = 0; id < tasks.size(); ++id) {
+    out.tasks[id] = {engine.start_time(start[id]), engine.finish_time(end[id])};
+  }
+  return out;
+}
+
+}  // namespace podsim::scenarios

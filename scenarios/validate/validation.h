@@ -1,0 +1,89 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "scenarios/input/problem.h"
+#include "scenarios/input/reader.h"
+#include "scenarios/input/spec.h"
+#include "scenarios/step/report.h"
+
+namespace podsim::scenarios {
+
+/// The compared quantities of a run, measured or predicted. Any subset may
+/// be present.
+struct RunValues {
+  std::optional<double> step_time_s;
+  std::optional<double> tflops_per_gpu;  ///< model TFLOP/s per GPU
+  std::optional<double> mfu;
+  std::optional<double> memory_peak_gib;  ///< per GPU, GiB (2^30 bytes)
+};
+
+/// One case of a validation file (scenario-format.md, "Validation cases").
+struct ValidationCase {
+  std::string id;
+  std::string source;
+  std::string notes;
+  RunValues measured;
+  /// The checked scenario, or nullopt when the case has problems.
+  std::optional<ScenarioSpec> scenario;
+  /// Problems of this case alone (paths like /cases/3/scenario/parallelism/tp).
+  std::vector<Problem> problems;
+};
+
+/// Reads a validation-case file. Problems of the file as a whole (not JSON,
+/// no "cases", unknown top-level keys) fail the read; a case with problems
+/// is kept with its problems and the other cases still load.
+Result<std::vector<ValidationCase>> read_validation_text(std::string_view text,
+                                                         const ReadOptions& options = {});
+Result<std::vector<ValidationCase>> read_validation_file(const std::string& path,
+                                                         const ReadOptions& options = {});
+
+/// The outcome of one case.
+struct CaseOutcome {
+  std::string id;
+  RunValues measured;
+  RunValues predicted;  ///< empty when the case failed
+  std::optional<Report> report;
+  /// Why the case could not be read or simulated ("" when it ran).
+  std::string error_message;
+  /// Signed relative errors, predicted / measured - 1, for the measured keys.
+  RunValues error;
+};
+
+/// All cases and the summary statistics (fractions, not percent).
+struct ValidationSummary {
+  std::vector<CaseOutcome> cases;
+  std::optional<double> mape_step_time;
+  std::optional<double> mape_tflops_per_gpu;
+  std::optional<double> mape_mfu;
+  std::optional<double> mape_memory;
+  std::optional<double> median_abs_error_step_time;
+  size_t failed = 0;
+};
+
+/// Simulates one checked scenario (scenarios::simulate in the binary, a fake
+/// in tests).
+using SimulateFn = std::function<Result<Report>(const ScenarioSpec&)>;
+
+/// Runs every case (never stopping at a bad one) and summarises: each MAPE
+/// is the mean |error| over the cases that measured that key and ran.
+ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
+                                 const SimulateFn& simulate);
+
+/// The report's values in the compared form (memory in GiB).
+RunValues predicted_values(const Report& report);
+
+/// The largest part of the step time in the report's breakdown: its label
+/// ("compute", "bubble", "exposed DP comm", ...) and seconds.
+std::pair<std::string, double> dominant_term(const Report& report);
+
+/// The cases ranked by |error| (step time if measured, else TFLOP/s, else
+/// MFU), worst first, at most `count`: indices into summary.cases.
+std::vector<size_t> worst_cases(const ValidationSummary& summary, size_t count);
+
+}  // namespace podsim::scenarios
