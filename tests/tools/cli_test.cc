@@ -8,7 +8,7 @@
 
 #include "run_binary.h"
 #include "scenarios/input/schema.h"
-#include "tests/scenarios/malformed_corpus.h"
+#include "tests/scenarios/input/malformed_corpus.h"
 
 namespace podsim::tools_test {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "calibration/profile.h"
 #include "run_binary.h"
-#include "tests/scenarios/synthetic_profile.h"
+#include "tests/scenarios/step/synthetic_profile.h"
 
 namespace podsim::tools_test {
 namespace {

@@ -1,38 +1,30 @@
-// The sweep: which plans it enumerates, that bounds and threads and
-// processes never change its answer, and its cost and Pareto arithmetic.
+// The sweep: which plans it enumerates, that the bounds never change its
+// answer, and its cost and Pareto arithmetic (that threads and processes do
+// not change it either: report/sweep_bytes_test.cc, on its printed bytes).
 #include "scenarios/sweep/sweep.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
-#include "scenarios/report/sweep_report.h"
 #include "scenarios/sweep/hardware_facts.h"
 #include "strategies/job.h"
-#include "tests/scenarios/sweep_test_util.h"
+#include "tests/scenarios/sweep/sweep_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
 
 using strategies::PipelineSchedule;
+using sweep_testing::kPlan;
 using sweep_testing::own_target;
 using sweep_testing::read_ok;
 using sweep_testing::small_scenario;
+using sweep_testing::SmallSweep;
 using sweep_testing::sweep_ok;
-
-constexpr const char* kPlan = R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})";
-
-std::string outcome_text(const ScenarioSpec& spec, const SweepOutcome& o) {
-  const std::vector<std::string> space;
-  return sweep_json_text(spec, o, space) + sweep_csv(o);
-}
 
 TEST(SweepEnumeration, TinySpaceCountedByHand) {
   // 4 GPUs, 4 layers, 4 heads: tp in {1, 2, 4}; cp 1; pp dividing 4/tp;
@@ -146,18 +138,6 @@ TEST(SweepTargets, TheClusterPriceAppliesToItsOwnGpu) {
   EXPECT_DOUBLE_EQ(h200.value().cluster.scale_up.bw_bytes_per_s, 450e9);
 }
 
-class SmallSweep : public ::testing::Test {
- protected:
-  void SetUp() override {
-    spec_ = read_ok(small_scenario(2, 16, kPlan));
-    options_.space.micro_batches = {1, 2};
-    options_.top_k = 5;
-    options_.jobs = 2;
-  }
-  ScenarioSpec spec_;
-  SweepOptions options_;
-};
-
 TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
   // Without bounds every plan that can fit is simulated: a smaller space.
   options_.space.micro_batches = {1};
@@ -190,63 +170,6 @@ TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
   EXPECT_GE(*with.baseline->rank_worst, *without.baseline->rank);
   ASSERT_TRUE(without.baseline->index.has_value());
   EXPECT_EQ(without.ranked[*without.baseline->rank - 1].index, *without.baseline->index);
-}
-
-TEST_F(SmallSweep, ThreadsDoNotChangeTheBytes) {
-  SweepOptions one = options_;
-  one.jobs = 1;
-  SweepOptions three = options_;
-  three.jobs = 3;
-  EXPECT_EQ(outcome_text(spec_, sweep_ok(spec_, own_target(spec_), one)),
-            outcome_text(spec_, sweep_ok(spec_, own_target(spec_), three)));
-}
-
-/// An in-memory all-gather for `size` partitions running in threads.
-class Gather {
- public:
-  explicit Gather(int size) : size_(size), slots_(static_cast<size_t>(size)) {}
-  std::vector<std::string> operator()(int rank, const std::string& mine) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const uint64_t round = round_;
-    slots_[static_cast<size_t>(rank)] = mine;
-    if (++arrived_ == size_) {
-      result_ = slots_;
-      arrived_ = 0;
-      ++round_;
-      ready_.notify_all();
-    } else {
-      ready_.wait(lock, [&] { return round_ != round; });
-    }
-    return result_;
-  }
-
- private:
-  int size_;
-  std::vector<std::string> slots_, result_;
-  int arrived_ = 0;
-  uint64_t round_ = 0;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-};
-
-TEST_F(SmallSweep, PartitionsGiveTheSingleProcessBytes) {
-  const std::string single = outcome_text(spec_, sweep_ok(spec_, own_target(spec_), options_));
-  constexpr int kParts = 3;
-  Gather gather(kParts);
-  std::vector<std::string> texts(kParts);
-  std::vector<std::thread> parts;
-  for (int rank = 0; rank < kParts; ++rank) {
-    parts.emplace_back([&, rank] {
-      SweepOptions o = options_;
-      o.jobs = 1;
-      o.partition_rank = rank;
-      o.partition_size = kParts;
-      o.exchange = [&gather, rank](const std::string& mine) { return gather(rank, mine); };
-      texts[static_cast<size_t>(rank)] = outcome_text(spec_, sweep_ok(spec_, own_target(spec_), o));
-    });
-  }
-  for (std::thread& t : parts) t.join();
-  for (const std::string& text : texts) EXPECT_EQ(text, single);
 }
 
 TEST_F(SmallSweep, CostAndParetoFront) {

@@ -16,8 +16,8 @@
 #include "scenarios/report/trace.h"
 #include "scenarios/step/simulate.h"
 #include "scenarios/sweep/sweep.h"
-#include "tests/scenarios/sweep_test_util.h"
-#include "tests/scenarios/sweep_xml_check.h"
+#include "tests/scenarios/report/sweep_xml_check.h"
+#include "tests/scenarios/sweep/sweep_test_util.h"
 
 namespace podsim::scenarios {
 namespace {

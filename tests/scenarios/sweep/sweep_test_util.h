@@ -8,7 +8,7 @@
 
 #include "scenarios/input/reader.h"
 #include "scenarios/sweep/sweep.h"
-#include "tests/scenarios/reader_test_util.h"
+#include "tests/scenarios/input/reader_test_util.h"
 
 namespace podsim::scenarios::sweep_testing {
 
@@ -52,5 +52,22 @@ inline SweepOutcome sweep_ok(const ScenarioSpec& spec, const std::vector<SweepTa
   if (!r.ok()) return {};
   return r.value();
 }
+
+/// The small scenario's own plan.
+constexpr const char* kPlan = R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})";
+
+/// Sweeps of small_scenario(2, 16, kPlan), micro-batches 1 and 2, top 5, two
+/// worker threads.
+class SmallSweep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec_ = read_ok(small_scenario(2, 16, kPlan));
+    options_.space.micro_batches = {1, 2};
+    options_.top_k = 5;
+    options_.jobs = 2;
+  }
+  ScenarioSpec spec_;
+  SweepOptions options_;
+};
 
 }  // namespace podsim::scenarios::sweep_testing

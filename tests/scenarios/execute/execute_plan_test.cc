@@ -15,7 +15,7 @@
 #include "strategies/schedule.h"
 #include "strategies/workload.h"
 #include "tests/hwmodels/test_specs.h"
-#include "tests/scenarios/synthetic_profile.h"
+#include "tests/scenarios/step/synthetic_profile.h"
 #include "tests/strategies/model_presets.h"
 
 namespace podsim::scenarios {

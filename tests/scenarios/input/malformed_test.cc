@@ -3,9 +3,9 @@
 // files through the podsim binary.
 #include <gtest/gtest.h>
 
-#include "reader_test_util.h"
 #include "scenarios/input/reader.h"
-#include "tests/scenarios/malformed_corpus.h"
+#include "tests/scenarios/input/malformed_corpus.h"
+#include "tests/scenarios/input/reader_test_util.h"
 
 namespace podsim::scenarios {
 namespace {

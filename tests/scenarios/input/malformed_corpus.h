@@ -1,6 +1,6 @@
 #pragma once
 
-// The malformed-scenario corpus: tests/scenarios/malformed/*, with the JSON
+// The malformed-scenario corpus: tests/scenarios/input/malformed/*, with the JSON
 // path each file's error must name listed in EXPECTED.tsv. Read by the
 // reader tests (in-process) and the CLI tests (through the binary).
 #include <fstream>
@@ -11,13 +11,13 @@
 namespace podsim::testing_corpus {
 
 struct Expectation {
-  std::string file;      ///< under tests/scenarios/malformed/
+  std::string file;      ///< under tests/scenarios/input/malformed/
   std::string path;      ///< the JSON pointer the error names ("/" = the document)
   std::string fragment;  ///< part of the message or hint
 };
 
 inline std::string malformed_dir() {
-  return std::string(PODSIM_SOURCE_DIR) + "/tests/scenarios/malformed/";
+  return std::string(PODSIM_SOURCE_DIR) + "/tests/scenarios/input/malformed/";
 }
 
 inline std::vector<Expectation> malformed_corpus() {

@@ -1,6 +1,8 @@
 // The sweep's lower bounds never exceed what simulate() reports, so pruning
 // and skipping never lose a plan: checked against full simulations on
 // samples of real plan spaces (dense, MoE, multi-node groups, tight memory).
+#include "scenarios/sweep/bounds.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,10 +11,9 @@
 
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
-#include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/sweep.h"
-#include "tests/scenarios/sweep_test_util.h"
-#include "tests/scenarios/synthetic_profile.h"
+#include "tests/scenarios/step/synthetic_profile.h"
+#include "tests/scenarios/sweep/sweep_test_util.h"
 
 namespace podsim::scenarios {
 namespace {

@@ -4,8 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reader_test_util.h"
-#include "scenarios/report/presets_listing.h"
+#include "tests/scenarios/input/reader_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -172,20 +171,6 @@ TEST(Presets, ModelShapesReproduceTheReferenceParameterCounts) {
     const double tolerance = std::string(name) == "mixtral-8x7b" ? 0.05 : 0.005;
     EXPECT_NEAR(parameters(spec.model) / 1e9, billions, tolerance) << name;
   }
-}
-
-TEST(Presets, ListingShowsEveryPresetAndJsonRoundTrips) {
-  const PresetLibrary& presets = builtin_presets();
-  const std::string text = presets_text(presets);
-  for (const std::string category : {"models", "gpus", "clusters"}) {
-    for (const std::string& name : presets.names(category)) {
-      EXPECT_NE(text.find("\n" + name + " "), std::string::npos) << name;
-    }
-  }
-  EXPECT_NE(text.find("989 TFLOP/s"), std::string::npos);
-  EXPECT_NE(text.find("24576"), std::string::npos);
-  const nlohmann::json json = nlohmann::json::parse(presets_json_text(presets));
-  EXPECT_EQ(json, presets.all());
 }
 
 TEST(Presets, BrokenPresetDataIsReported) {

@@ -6,7 +6,7 @@
 #include "calibration/profile.h"
 #include "hwmodels/gpu_model.h"
 #include "tests/hwmodels/test_specs.h"
-#include "tests/scenarios/synthetic_profile.h"
+#include "tests/scenarios/step/synthetic_profile.h"
 
 namespace podsim::scenarios {
 namespace {

@@ -1,0 +1,50 @@
+// `podsim validate`'s writers: the contract's JSON and the table for people.
+#include "scenarios/report/validation_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/scenarios/validate/validation_fakes.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using nlohmann::json;
+using testing::fake_simulate;
+using testing::three_cases;
+
+TEST(ValidationSummary, ContractJson) {
+  const json j = validation_to_json(run_validation(three_cases(), fake_simulate));
+  ASSERT_EQ(j["cases"].size(), 3u);
+  const json& first = j["cases"][0];
+  EXPECT_EQ(first["id"], "twice");
+  for (const char* key : {"step_time_s", "tflops_per_gpu", "mfu", "memory_peak_gib"}) {
+    EXPECT_TRUE(first["predicted"].contains(key)) << key;
+  }
+  EXPECT_EQ(first["measured"], (json{{"step_time_s", 1.0}, {"mfu", 0.5}}));
+  EXPECT_EQ(first["error"]["step_time_s"], 1.0);
+  EXPECT_FALSE(first["error"].contains("memory_peak_gib"));
+  EXPECT_EQ(first["dominant_term"], "compute");
+  const json& failed = j["cases"][2];
+  EXPECT_TRUE(failed.contains("error_message"));
+  EXPECT_FALSE(failed.contains("predicted"));
+  EXPECT_EQ(j["mape_step_time"], 0.75);
+  EXPECT_EQ(j["mape_memory"], 0.25);
+  EXPECT_TRUE(j["mape_tflops_per_gpu"].is_null());
+  EXPECT_EQ(j["cases_failed"], 1);
+  EXPECT_EQ(j["worst"], (json{"twice", "half"}));
+}
+
+TEST(ValidationSummary, TextTableAndSummary) {
+  const std::string text = format_validation_text(run_validation(three_cases(), fake_simulate));
+  for (const char* expected : {"twice", "+100.0%", "-50.0%", "broken", "FAILED", "MAPE step time",
+                               "75.0%", "over 2 cases", "Worst cases", "dominant: compute",
+                               "tp=6 does not divide heads=32", "3 cases, 2 simulated, 1 failed"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+}
+
+}  // namespace
+}  // namespace podsim::scenarios

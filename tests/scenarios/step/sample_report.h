@@ -1,0 +1,45 @@
+#pragma once
+
+// A report with every field set to a distinct, recognisable value, for the
+// tests of what reads and writes reports.
+#include "scenarios/step/report.h"
+
+namespace podsim::scenarios::testing {
+
+inline Report sample_report() {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  Report r;
+  r.scenario = "sample";
+  r.step_time_s = 12.3456;
+  r.tokens_per_s = 1.3e6;
+  r.tokens_per_s_per_gpu = 81.25;
+  r.model_tflops_per_gpu = 412.0;
+  r.hardware_tflops_per_gpu = 430.5;
+  r.mfu = 0.4164;
+  r.hfu = 0.4351;
+  r.flops_convention = "6 x parameters x tokens + causal attention";
+  r.model_flops_per_step = 8.3e19;
+  r.hardware_flops_per_step = 8.7e19;
+  r.bubble_fraction = 0.0625;
+  r.breakdown.compute = 9.5;
+  r.breakdown.recompute = 0.25;
+  r.breakdown.exposed_comm = {0.5, 0.125, 0.0625, 1.0, 0.03125};
+  r.breakdown.bubble = 0.75;
+  r.breakdown.optimizer = 0.1;
+  r.memory_capacity_bytes = 80 * kGiB;
+  r.memory_peak_bytes = 61.2 * kGiB;
+  r.memory_fits = true;
+  r.per_stage = {{0, 10 * kGiB, 5 * kGiB, 2 * kGiB, 40 * kGiB, 4.2 * kGiB, 61.2 * kGiB},
+                 {1, 10 * kGiB, 5 * kGiB, 2 * kGiB, 30 * kGiB, 4.2 * kGiB, 51.2 * kGiB}};
+  r.gpus = 16384;
+  r.critical_stage = 0;
+  r.simulation_mode = "symmetric";
+  r.simulated_ranks = 16;
+  r.engine_events = 123456789;
+  r.fingerprint = 0x0123456789abcdefULL;
+  r.hardware_source = "datasheet";
+  r.warnings = {"first", "second"};
+  return r;
+}
+
+}  // namespace podsim::scenarios::testing

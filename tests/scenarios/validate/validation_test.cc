@@ -1,0 +1,162 @@
+// Validation-case files (a bad case keeps its problems, the others load) and
+// run_validation's errors and MAPEs.
+#include "scenarios/validate/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scenarios/input/reader.h"
+#include "tests/scenarios/input/reader_test_util.h"
+#include "tests/scenarios/validate/validation_fakes.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using nlohmann::json;
+using testing::base_scenario;
+using testing::fake_simulate;
+using testing::has_problem;
+using testing::problems_text;
+using testing::sample_report;
+using testing::three_cases;
+
+TEST(Validation, PublishedFileLoadsEveryCase) {
+  const Result<std::vector<ValidationCase>> cases =
+      read_validation_file(testing::source_path("validation/published.json"));
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  ASSERT_EQ(cases.value().size(), 24u);
+  for (const ValidationCase& c : cases.value()) {
+    EXPECT_TRUE(c.problems.empty()) << c.id << "\n" << problems_text(c.problems);
+    EXPECT_TRUE(c.scenario.has_value()) << c.id;
+  }
+  const ValidationCase& first = cases.value().front();
+  EXPECT_EQ(first.id, "megatron_sc21_t1_1p7B");
+  ASSERT_TRUE(first.measured.step_time_s.has_value());
+  EXPECT_DOUBLE_EQ(*first.measured.step_time_s, 3.528);
+  EXPECT_FALSE(first.measured.mfu.has_value());
+  EXPECT_EQ(first.scenario->name.rfind("Megatron SC21", 0), 0u);
+}
+
+TEST(Validation, ABadCaseKeepsItsProblemsAndTheOthersLoad) {
+  json file;
+  for (int i = 0; i < 4; ++i) {
+    json scenario = base_scenario();
+    if (i == 3) scenario["parallelism"]["tp"] = 6;
+    file["cases"].push_back({{"id", "case" + std::to_string(i)},
+                             {"scenario", scenario},
+                             {"measured", {{"step_time_s", 1.5}}}});
+  }
+  file["cases"][1]["measured"]["mfu"] = 1.5;  // out of range
+  file["cases"][2]["id"] = "case0";           // duplicate
+  const Result<std::vector<ValidationCase>> cases = read_validation_text(file.dump());
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  ASSERT_EQ(cases.value().size(), 4u);
+  EXPECT_TRUE(cases.value()[0].scenario.has_value());
+  EXPECT_TRUE(has_problem(cases.value()[1].problems, "/cases/1/measured/mfu", "out of range"));
+  EXPECT_TRUE(has_problem(cases.value()[2].problems, "/cases/2/id", "duplicate id"));
+  EXPECT_TRUE(has_problem(cases.value()[3].problems, "/cases/3/scenario/parallelism/tp",
+                          "does not divide heads=32"));
+  EXPECT_FALSE(cases.value()[3].scenario.has_value());
+  EXPECT_EQ(cases.value()[0].scenario->name, "base");
+  // A case's scenario without a name is named by its id.
+  file["cases"][0]["scenario"].erase("name");
+  EXPECT_EQ(read_validation_text(file.dump()).value()[0].scenario->name, "case0");
+}
+
+TEST(Validation, FileLevelProblemsFailTheRead) {
+  EXPECT_TRUE(
+      has_problem(read_validation_text(R"({"cases": []})").problems(), "/cases", "0 elements"));
+  EXPECT_TRUE(has_problem(read_validation_text(R"({"case": []})").problems(), "/case",
+                          "did you mean 'cases'"));
+  EXPECT_TRUE(has_problem(read_validation_text(R"({})").problems(), "/cases", "missing"));
+  EXPECT_FALSE(read_validation_text("[]").ok());
+  EXPECT_FALSE(read_validation_text("").ok());
+}
+
+TEST(ValidationSummary, SignedErrorsAndMapes) {
+  const ValidationSummary s = run_validation(three_cases(), fake_simulate);
+  ASSERT_EQ(s.cases.size(), 3u);
+  EXPECT_DOUBLE_EQ(*s.cases[0].error.step_time_s, 1.0);   // 2/1 - 1
+  EXPECT_DOUBLE_EQ(*s.cases[1].error.step_time_s, -0.5);  // 2/4 - 1
+  EXPECT_NEAR(*s.cases[0].error.mfu, -0.2, 1e-12);        // 0.4/0.5 - 1
+  EXPECT_FALSE(s.cases[0].error.memory_peak_gib.has_value());
+  EXPECT_DOUBLE_EQ(*s.cases[1].error.memory_peak_gib, -0.25);  // 45/60 - 1
+  EXPECT_FALSE(s.cases[1].error.mfu.has_value());
+  EXPECT_DOUBLE_EQ(*s.mape_step_time, 0.75);  // (1.0 + 0.5) / 2, the failed case excluded
+  EXPECT_DOUBLE_EQ(*s.median_abs_error_step_time, 0.75);
+  EXPECT_NEAR(*s.mape_mfu, 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(*s.mape_memory, 0.25);
+  EXPECT_FALSE(s.mape_tflops_per_gpu.has_value());
+  EXPECT_EQ(s.failed, 1u);
+  EXPECT_NE(s.cases[2].error_message.find("/cases/2/scenario/parallelism/tp"), std::string::npos);
+  EXPECT_EQ(worst_cases(s, 5), (std::vector<size_t>{0, 1}));
+}
+
+TEST(Validation, DominantTerm) {
+  Report r = sample_report();
+  EXPECT_EQ(dominant_term(r).first, "compute");
+  r.breakdown.exposed_comm.dp = 20;
+  EXPECT_EQ(dominant_term(r).first, "exposed DP comm");
+  EXPECT_EQ(dominant_term(r).second, 20);
+}
+
+TEST(Reader, DefaultScenarioIsThePublishedLlama3Case) {
+  const Result<ScenarioSpec> fallback = read_default_scenario();
+  ASSERT_TRUE(fallback.ok()) << problems_text(fallback.problems());
+  const ScenarioSpec& d = fallback.value();
+  const Result<std::vector<ValidationCase>> cases =
+      read_validation_file(testing::source_path("validation/published.json"));
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  const ValidationCase* published = nullptr;
+  for (const ValidationCase& c : cases.value()) {
+    if (c.id == "llama3_405b_t4_16384gpu_seq8192") published = &c;
+  }
+  ASSERT_NE(published, nullptr);
+  ASSERT_TRUE(published->scenario.has_value());
+  const ScenarioSpec& p = *published->scenario;
+  EXPECT_EQ(d.name, p.name);
+  // The model: preset llama3-405b with the paper's vocabulary.
+  EXPECT_EQ(d.model.name, "llama3-405b");
+  EXPECT_EQ(d.model.vocab, 128000);
+  for (const auto& [a, b] : {std::pair{d.model.layers, p.model.layers},
+                             {d.model.hidden, p.model.hidden},
+                             {d.model.ffn_hidden, p.model.ffn_hidden},
+                             {d.model.heads, p.model.heads},
+                             {d.model.kv_heads, p.model.kv_heads},
+                             {d.model.head_dim, p.model.head_dim},
+                             {d.model.vocab, p.model.vocab}}) {
+    EXPECT_EQ(a, b);
+  }
+  EXPECT_EQ(d.model.mlp, p.model.mlp);
+  EXPECT_EQ(d.model.norm, p.model.norm);
+  EXPECT_EQ(d.model.tied_embeddings, p.model.tied_embeddings);
+  EXPECT_EQ(d.cluster.name, "llama3-24k");
+  EXPECT_EQ(d.cluster.nodes, p.cluster.nodes);
+  EXPECT_EQ(d.gpus, 16384);
+  EXPECT_EQ(d.training.seq_len, 8192);
+  EXPECT_EQ(d.training.global_batch, 2048);
+  EXPECT_EQ(d.training.micro_batch, p.training.micro_batch);
+  EXPECT_EQ(d.plan.tp, 8);
+  EXPECT_EQ(d.plan.cp, 1);
+  EXPECT_EQ(d.plan.pp, 16);
+  EXPECT_EQ(d.plan.dp, 128);
+  EXPECT_EQ(d.plan.virtual_stages, 2);
+  EXPECT_EQ(d.plan.schedule, strategies::PipelineSchedule::kInterleavedOneFOneB);
+  EXPECT_TRUE(d.plan.sequence_parallel);
+  EXPECT_EQ(d.plan.zero, 2);
+  EXPECT_EQ(d.plan.recompute.mode, strategies::RecomputeMode::kNone);
+  EXPECT_EQ(d.plan.order, p.plan.order);
+  EXPECT_EQ(d.plan.order[3], strategies::Dim::kPp);
+  EXPECT_EQ(d.options.flash_attention, p.options.flash_attention);
+  EXPECT_EQ(d.options.overlap_dp, p.options.overlap_dp);
+  // 126 layers on 16 stages x 2 chunks is uneven, as Meta ran it.
+  EXPECT_EQ(d.warnings, p.warnings);
+  ASSERT_FALSE(d.warnings.empty());
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
