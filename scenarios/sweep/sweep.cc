@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -16,117 +13,24 @@
 #include <vector>
 
 #include "hwmodels/fabric.h"
-#include "scenarios/input/presets.h"
-#include "scenarios/input/reader.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
 #include "scenarios/sweep/bounds.h"
-#include "scenarios/sweep/hardware_facts.h"
+#include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
 
 namespace podsim::scenarios {
 namespace {
 
+using exchange::gather_all;
+using exchange::get_outcome;
+using exchange::get_screens;
+using exchange::kEndMarker;
+using exchange::put_outcome;
+using exchange::put_screen;
+using exchange::Reader;
+using exchange::Writer;
 using strategies::ParallelPlan;
-using strategies::PipelineSchedule;
-
-std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> small, large;
-  for (int64_t d = 1; d * d <= n; ++d) {
-    if (n % d != 0) continue;
-    small.push_back(d);
-    if (d != n / d) large.push_back(n / d);
-  }
-  small.insert(small.end(), large.rbegin(), large.rend());
-  return small;
-}
-
-bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// Ends a list of screens in an exchanged byte string.
-constexpr uint64_t kEndMarker = std::numeric_limits<uint64_t>::max();
-
-// ---- Byte strings for the exchange between processes ----------------------
-//
-// Fixed-width little-endian-as-stored values: every process runs the same
-// binary, so the bytes read back are the values written.
-
-class Writer {
- public:
-  template <typename T>
-  void put(T value) {
-    out_.append(reinterpret_cast<const char*>(&value), sizeof value);
-  }
-  void put_string(const std::string& s) {
-    put<uint64_t>(s.size());
-    out_ += s;
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  template <typename T>
-  T get() {
-    T value{};
-    if (pos_ + sizeof value > in_.size()) {
-      ok_ = false;
-      return value;
-    }
-    std::memcpy(&value, in_.data() + pos_, sizeof value);
-    pos_ += sizeof value;
-    return value;
-  }
-  std::string get_string() {
-    const auto n = get<uint64_t>();
-    if (!ok_ || pos_ + n > in_.size()) {
-      ok_ = false;
-      return {};
-    }
-    std::string s = in_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  bool done() const { return pos_ >= in_.size(); }
-  bool ok() const { return ok_; }
-
- private:
-  const std::string& in_;
-  size_t pos_ = 0;
-  bool ok_ = true;
-};
-
-void put_outcome(Writer& w, const PlanOutcome& o) {
-  w.put<uint8_t>(o.fits ? 1 : 0);
-  for (double v : {o.step_time_s, o.tokens_per_s, o.mfu, o.memory_peak_bytes,
-                   o.memory_capacity_bytes, o.exposed_comm_s, o.bubble_fraction}) {
-    w.put(v);
-  }
-  w.put_string(o.error);
-}
-
-PlanOutcome get_outcome(Reader& r) {
-  PlanOutcome o;
-  o.fits = r.get<uint8_t>() != 0;
-  for (double* v : {&o.step_time_s, &o.tokens_per_s, &o.mfu, &o.memory_peak_bytes,
-                    &o.memory_capacity_bytes, &o.exposed_comm_s, &o.bubble_fraction}) {
-    *v = r.get<double>();
-  }
-  o.error = r.get_string();
-  return o;
-}
-
-/// All processes' byte strings, or just ours in a single process.
-std::vector<std::string> gather_all(const SweepOptions& options, const std::string& mine) {
-  if (options.partition_size <= 1) return {mine};
-  return options.exchange(mine);
-}
 
 PlanOutcome simulate_candidate(const ScenarioSpec& spec) {
   PlanOutcome o;
@@ -222,181 +126,6 @@ bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
 
 }  // namespace
 
-Result<SweepGpu> sweep_gpu_preset(const std::string& name) {
-  // Any cluster preset carries the GPU key; only the GPU is kept.
-  const std::vector<std::string> clusters = builtin_presets().names("clusters");
-  if (clusters.empty()) {
-    return std::vector<Problem>{{"/sweep/gpu", "no cluster presets are built in", ""}};
-  }
-  Result<hwmodels::ClusterSpec> c =
-      read_cluster_json(nlohmann::json{{"base", clusters.front()}, {"gpu", name}});
-  if (!c.ok()) {
-    std::vector<Problem> problems = c.problems();
-    for (Problem& p : problems) {
-      if (p.path.rfind("/cluster/gpu", 0) == 0) p.path = "/sweep/gpu-types" + p.path.substr(12);
-    }
-    return problems;
-  }
-  return SweepGpu{name, c.value().gpu};
-}
-
-Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,
-                                      const std::optional<SweepGpu>& gpu) {
-  const hwmodels::ClusterSpec& base = scenario.cluster;
-  if (gpus < 1) {
-    return std::vector<Problem>{
-        {"/sweep/gpus", "GPU count must be at least 1, got " + std::to_string(gpus), ""}};
-  }
-  if (base.gpus_per_node < 1) {
-    return std::vector<Problem>{{"/cluster/gpus_per_node", "must be at least 1", ""}};
-  }
-  if (gpus > base.gpus_per_node && gpus % base.gpus_per_node != 0) {
-    return std::vector<Problem>{{"/sweep/gpus",
-                                 std::to_string(gpus) + " GPUs is not a whole number of " +
-                                     std::to_string(base.gpus_per_node) + "-GPU nodes",
-                                 "use a multiple of gpus_per_node"}};
-  }
-  SweepTarget t;
-  t.gpus = gpus;
-  t.cluster = base;
-  t.cluster.nodes = static_cast<int>(ceil_div(gpus, base.gpus_per_node));
-  t.gpu = base.gpu.name;
-  std::string note;
-  const bool swapped = gpu.has_value() && gpu->name != base.gpu.name;
-  if (swapped) {
-    t.gpu = gpu->name;
-    t.cluster.gpu = gpu->spec;
-    note = gpu->name + " GPUs in the scenario's cluster (network, tiers and latencies kept";
-    if (const std::optional<ScaleUpFacts> link = scale_up_facts(gpu->name)) {
-      t.cluster.scale_up.bw_bytes_per_s = link->bw_bytes_per_s;
-      t.cluster.scale_up.efficiency = link->efficiency;
-      note += "; scale-up link from " + link->source;
-    } else {
-      note += "; scale-up link kept: no data for this GPU's own";
-    }
-    note += std::string("; NVLS ") + (gpu->spec.has_nvls ? "on" : "off") + " from the GPU preset)";
-  }
-  if (base.price_per_gpu_hour && !swapped) {
-    t.price_per_gpu_hour = base.price_per_gpu_hour;
-    t.price_source = "the scenario's cluster price_per_gpu_hour";
-  } else if (const std::optional<GpuPrice> price = reference_price(t.gpu)) {
-    t.price_per_gpu_hour = price->usd_per_gpu_hour;
-    t.price_source = price->source;
-  } else {
-    t.price_source = "no price known for " + t.gpu + " (set cluster.price_per_gpu_hour)";
-  }
-  t.note = std::move(note);
-  return t;
-}
-
-std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
-                                            const std::vector<SweepTarget>& targets,
-                                            const SweepSpace& space) {
-  std::vector<SweepCandidate> out;
-  const strategies::ModelShape& model = scenario.model;
-  const int64_t layers = model.layers;
-  const bool moe = model.moe.has_value();
-  const bool sp = scenario.plan.sequence_parallel || scenario.plan.tp == 1;
-  std::vector<int64_t> micro_batches = space.micro_batches;
-  std::sort(micro_batches.begin(), micro_batches.end());
-  micro_batches.erase(std::unique(micro_batches.begin(), micro_batches.end()), micro_batches.end());
-  auto allowed = [&](int64_t degree) { return !space.powers_of_two || power_of_two(degree); };
-
-  for (size_t ti = 0; ti < targets.size(); ++ti) {
-    const SweepTarget& target = targets[ti];
-    const int64_t g = target.gpus;
-    const int64_t domain = target.cluster.scale_up.domain > 0 ? target.cluster.scale_up.domain
-                                                              : target.cluster.gpus_per_node;
-    const int64_t max_tp = space.max_tp > 0 ? space.max_tp : std::max<int64_t>(1, domain);
-    const int64_t max_cp =
-        space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
-    const int64_t max_pp = space.max_pp > 0 ? space.max_pp : layers;
-    for (int64_t tp : divisors(g)) {
-      if (tp > max_tp || !allowed(tp)) continue;
-      for (int64_t cp : divisors(g / tp)) {
-        if (cp > max_cp || !allowed(cp)) continue;
-        for (int64_t pp : divisors(g / tp / cp)) {
-          if (pp > max_pp || !allowed(pp)) continue;
-          const int64_t dp = g / tp / cp / pp;
-          std::vector<int64_t> eps{1};
-          if (moe) {
-            eps.clear();
-            for (int64_t ep : divisors(model.moe->experts)) {
-              if ((dp * cp) % ep == 0 && allowed(ep)) eps.push_back(ep);
-            }
-          }
-          for (int64_t ep : eps) {
-            for (int64_t mb : micro_batches) {
-              if (mb < 1 || scenario.training.global_batch % (dp * mb) != 0) continue;
-              std::vector<std::pair<PipelineSchedule, int64_t>> schedules;
-              if (pp == 1) {
-                schedules.emplace_back(PipelineSchedule::kOneFOneB, 1);
-              } else {
-                for (PipelineSchedule s : space.schedules) {
-                  if (s != PipelineSchedule::kInterleavedOneFOneB) {
-                    schedules.emplace_back(s, 1);
-                    continue;
-                  }
-                  const int64_t per_stage = ceil_div(layers, pp);
-                  for (int64_t v = 2; v <= space.max_virtual_stages; ++v) {
-                    if (per_stage % v == 0) schedules.emplace_back(s, v);
-                  }
-                }
-              }
-              for (const auto& [schedule, v] : schedules) {
-                for (strategies::RecomputeMode rc : space.recompute) {
-                  for (int zero : space.zero) {
-                    // Sharding over a single rank is the unsharded plan.
-                    if (dp * cp == 1 && zero != 0) continue;
-                    std::vector<int64_t> shard_groups{0};
-                    if (zero == 3 && space.hsdp) {
-                      for (int64_t sg : divisors(dp * cp)) {
-                        if (sg > 1 && sg < dp * cp) shard_groups.push_back(sg);
-                      }
-                    }
-                    for (int64_t sg : shard_groups) {
-                      SweepCandidate c;
-                      c.target = static_cast<uint32_t>(ti);
-                      c.micro_batch = mb;
-                      ParallelPlan& p = c.plan;
-                      p = scenario.plan;
-                      p.tp = tp;
-                      p.cp = cp;
-                      p.pp = pp;
-                      p.dp = dp;
-                      p.ep = ep;
-                      p.sequence_parallel = sp && tp > 1;
-                      p.zero = zero;
-                      p.shard_group = sg;
-                      p.schedule = schedule;
-                      p.virtual_stages = v;
-                      p.recompute = strategies::Recompute{rc, 0};
-                      strategies::Job job{model, scenario.training, p, scenario.options};
-                      job.training.micro_batch = mb;
-                      if (strategies::validate(job).empty()) out.push_back(c);
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  return out;
-}
-
-ScenarioSpec candidate_scenario(const ScenarioSpec& scenario, const SweepTarget& target,
-                                const SweepCandidate& candidate) {
-  ScenarioSpec spec = scenario;
-  spec.cluster = target.cluster;
-  spec.gpus = target.gpus;
-  spec.plan = candidate.plan;
-  spec.training.micro_batch = candidate.micro_batch;
-  return spec;
-}
-
 Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTarget> targets,
                                const SweepOptions& options) {
   if (targets.empty()) {
@@ -460,28 +189,6 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     job.training.micro_batch = c.micro_batch;
     return job;
   };
-  auto put_screen = [&](Writer& w, size_t i) {
-    const PlanScreen& s = out.screens[i];
-    w.put<uint64_t>(i);
-    w.put<uint8_t>(static_cast<uint8_t>((s.pruned_memory ? 1 : 0) | (s.refined ? 2 : 0)));
-    w.put(s.memory_lower_bound_bytes);
-    w.put(s.step_lower_bound_s);
-  };
-  // Reads screens until the end of `r` or an end marker.
-  auto get_screens = [&](Reader& r) {
-    while (!r.done() && r.ok()) {
-      const auto i = r.get<uint64_t>();
-      if (i == kEndMarker) break;
-      PlanScreen s;
-      const auto flags = r.get<uint8_t>();
-      s.pruned_memory = (flags & 1) != 0;
-      s.refined = (flags & 2) != 0;
-      s.memory_lower_bound_bytes = r.get<double>();
-      s.step_lower_bound_s = r.get<double>();
-      if (r.ok() && i < n) out.screens[i] = s;
-    }
-  };
-
   // ---- Quick bounds for every plan (this process's share). ----------------
   out.screens.assign(n, PlanScreen{});
   {
@@ -499,10 +206,10 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       if (s.pruned_memory) report_progress(1);
     });
     Writer w;
-    for (size_t i : mine) put_screen(w, i);
+    for (size_t i : mine) put_screen(w, i, out.screens[i]);
     for (const std::string& bytes : gather_all(options, w.take())) {
       Reader r(bytes);
-      get_screens(r);
+      get_screens(r, out.screens);
     }
   }
   uint64_t pruned_quick = 0;
@@ -619,7 +326,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       Writer w;
       for (size_t k : mine) {
         if (k >= to_refine.size()) continue;
-        put_screen(w, items[k]);
+        put_screen(w, items[k], out.screens[items[k]]);
       }
       w.put<uint64_t>(kEndMarker);
       for (size_t k : mine) {
@@ -629,7 +336,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       }
       for (const std::string& bytes : options.exchange(w.take())) {
         Reader r(bytes);
-        get_screens(r);
+        get_screens(r, out.screens);
         while (!r.done() && r.ok()) {
           const auto i = r.get<uint64_t>();
           PlanOutcome o = get_outcome(r);

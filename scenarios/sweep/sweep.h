@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "hwmodels/cluster_spec.h"
 #include "scenarios/input/problem.h"
 #include "scenarios/input/spec.h"
-#include "strategies/plan.h"
+#include "scenarios/sweep/plan_space.h"
+#include "scenarios/sweep/targets.h"
 
 namespace podsim::scenarios {
 
@@ -17,8 +17,9 @@ namespace podsim::scenarios {
 // training setup, on one or more hardware targets (GPU count x GPU type),
 // screened cheaply and simulated where it matters, ranked by step time.
 //
-// 1. Enumerate (canonical order, the tie-breaker of every ranking).
-// 2. Bound each plan without simulating it (sweep_bounds.h, quick level): a
+// 1. Enumerate (plan_space.h; canonical order, the tie-breaker of every
+//    ranking).
+// 2. Bound each plan without simulating it (bounds.h, quick level): a
 //    lower bound on its peak memory (static memory + the activations of the
 //    in-flight micro-batches of its pipeline order) prunes plans that cannot
 //    fit; a lower bound on its step time orders the rest.
@@ -31,96 +32,11 @@ namespace podsim::scenarios {
 //    refined, skipped and simulated does not depend on threads or processes.
 //
 // Work is split across processes by a partition (rank, size); after each
-// phase the processes exchange their results through a caller-supplied
-// all-gather (MPI in tools/, identity in a single process), so every process
-// ends with the same outcome.
+// phase the processes exchange their results (exchange.h) through a
+// caller-supplied all-gather (MPI in tools/, identity in a single process),
+// so every process ends with the same outcome.
 
-/// Which plans a sweep enumerates. The defaults are in docs/sweep.md.
-struct SweepSpace {
-  /// Largest tensor-parallel degree; 0 = the cluster's scale-up domain
-  /// (TP across the network is never competitive).
-  int64_t max_tp = 0;
-  /// Largest context-parallel degree; 0 = seq_len / 1024 (at least 1,024
-  /// tokens per CP rank), at least 1.
-  int64_t max_cp = 0;
-  /// Largest pipeline degree; 0 = the model's layers.
-  int64_t max_pp = 0;
-  /// Micro-batch sizes tried (each must divide global_batch / dp).
-  std::vector<int64_t> micro_batches{1, 2, 4, 8};
-  /// Interleaved 1F1B: virtual stages 2..max dividing ceil(layers / pp).
-  int64_t max_virtual_stages = 8;
-  /// Pipeline schedules tried when pp > 1 (pp = 1 has no pipeline: 1F1B).
-  std::vector<strategies::PipelineSchedule> schedules{
-      strategies::PipelineSchedule::kGpipe, strategies::PipelineSchedule::kOneFOneB,
-      strategies::PipelineSchedule::kInterleavedOneFOneB,
-      strategies::PipelineSchedule::kZeroBubble};
-  std::vector<strategies::RecomputeMode> recompute{strategies::RecomputeMode::kNone,
-                                                   strategies::RecomputeMode::kSelective,
-                                                   strategies::RecomputeMode::kFull};
-  /// ZeRO stages tried (3 = FSDP).
-  std::vector<int> zero{0, 1, 2, 3};
-  /// ZeRO-3 also with HSDP shard groups: every divisor g of dp*cp with
-  /// 1 < g < dp*cp.
-  bool hsdp = true;
-  /// Restrict tp, cp, pp and ep to powers of two.
-  bool powers_of_two = false;
-};
-
-/// One hardware configuration: the scenario's cluster resized to `gpus` and
-/// possibly with another GPU.
-struct SweepTarget {
-  std::string gpu;  ///< GPU preset name (or the scenario's GPU name)
-  int64_t gpus = 0;
-  hwmodels::ClusterSpec cluster;
-  /// Dollars per GPU-hour, or none when no price is known.
-  std::optional<double> price_per_gpu_hour;
-  std::string price_source;
-  /// What was changed relative to the scenario's cluster other than its
-  /// node count, in words (empty: nothing).
-  std::string note;
-};
-
-/// A GPU to sweep over: its preset name and its data.
-struct SweepGpu {
-  std::string name;
-  hwmodels::GpuSpec spec;
-};
-
-/// A GPU preset by name ("b200"), read as a cluster's "gpu" key would be:
-/// problems say what is wrong (with the preset names to choose from).
-Result<SweepGpu> sweep_gpu_preset(const std::string& name);
-
-/// The scenario's cluster with `gpus` GPUs (nodes = gpus / gpus_per_node)
-/// and `gpu` (nullopt: the scenario's own). A new GPU brings its NVLink
-/// bandwidth and efficiency where podsim knows them (sweep_hardware.h) and
-/// its NVLS flag; the scale-out network, tiers and latencies stay. Problems
-/// under "/sweep/gpus" when the count is not a multiple of gpus_per_node.
-Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,
-                                      const std::optional<SweepGpu>& gpu);
-
-/// One plan of a sweep.
-struct SweepCandidate {
-  uint32_t target = 0;  ///< index into the targets
-  strategies::ParallelPlan plan;
-  int64_t micro_batch = 1;
-};
-
-/// Every plan of `space` that strategies::validate accepts for `scenario`'s
-/// model and training on each target, in canonical order: target, tp, cp,
-/// pp, ep, micro-batch, schedule, virtual stages, recompute, zero, shard
-/// group. The scenario's sequence-parallel flag, context algorithm and rank
-/// order are kept (sequence parallelism is on for every tp > 1 when the
-/// scenario uses it or has tp = 1).
-std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
-                                            const std::vector<SweepTarget>& targets,
-                                            const SweepSpace& space);
-
-/// The scenario for one candidate: its plan, micro-batch, GPU count and
-/// cluster.
-ScenarioSpec candidate_scenario(const ScenarioSpec& scenario, const SweepTarget& target,
-                                const SweepCandidate& candidate);
-
-/// What the bounds (sweep_bounds.h) found about a plan.
+/// What the bounds (bounds.h) found about a plan.
 struct PlanScreen {
   bool pruned_memory = false;
   bool refined = false;                 ///< the schedule-based bounds were computed

@@ -1,0 +1,140 @@
+#include "scenarios/sweep/plan_space.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "strategies/job.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using strategies::ParallelPlan;
+using strategies::PipelineSchedule;
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
+                                            const std::vector<SweepTarget>& targets,
+                                            const SweepSpace& space) {
+  std::vector<SweepCandidate> out;
+  const strategies::ModelShape& model = scenario.model;
+  const int64_t layers = model.layers;
+  const bool moe = model.moe.has_value();
+  const bool sp = scenario.plan.sequence_parallel || scenario.plan.tp == 1;
+  std::vector<int64_t> micro_batches = space.micro_batches;
+  std::sort(micro_batches.begin(), micro_batches.end());
+  micro_batches.erase(std::unique(micro_batches.begin(), micro_batches.end()), micro_batches.end());
+  auto allowed = [&](int64_t degree) { return !space.powers_of_two || power_of_two(degree); };
+
+  for (size_t ti = 0; ti < targets.size(); ++ti) {
+    const SweepTarget& target = targets[ti];
+    const int64_t g = target.gpus;
+    const int64_t domain = target.cluster.scale_up.domain > 0 ? target.cluster.scale_up.domain
+                                                              : target.cluster.gpus_per_node;
+    const int64_t max_tp = space.max_tp > 0 ? space.max_tp : std::max<int64_t>(1, domain);
+    const int64_t max_cp =
+        space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
+    const int64_t max_pp = space.max_pp > 0 ? space.max_pp : layers;
+    for (int64_t tp : divisors(g)) {
+      if (tp > max_tp || !allowed(tp)) continue;
+      for (int64_t cp : divisors(g / tp)) {
+        if (cp > max_cp || !allowed(cp)) continue;
+        for (int64_t pp : divisors(g / tp / cp)) {
+          if (pp > max_pp || !allowed(pp)) continue;
+          const int64_t dp = g / tp / cp / pp;
+          std::vector<int64_t> eps{1};
+          if (moe) {
+            eps.clear();
+            for (int64_t ep : divisors(model.moe->experts)) {
+              if ((dp * cp) % ep == 0 && allowed(ep)) eps.push_back(ep);
+            }
+          }
+          for (int64_t ep : eps) {
+            for (int64_t mb : micro_batches) {
+              if (mb < 1 || scenario.training.global_batch % (dp * mb) != 0) continue;
+              std::vector<std::pair<PipelineSchedule, int64_t>> schedules;
+              if (pp == 1) {
+                schedules.emplace_back(PipelineSchedule::kOneFOneB, 1);
+              } else {
+                for (PipelineSchedule s : space.schedules) {
+                  if (s != PipelineSchedule::kInterleavedOneFOneB) {
+                    schedules.emplace_back(s, 1);
+                    continue;
+                  }
+                  const int64_t per_stage = ceil_div(layers, pp);
+                  for (int64_t v = 2; v <= space.max_virtual_stages; ++v) {
+                    if (per_stage % v == 0) schedules.emplace_back(s, v);
+                  }
+                }
+              }
+              for (const auto& [schedule, v] : schedules) {
+                for (strategies::RecomputeMode rc : space.recompute) {
+                  for (int zero : space.zero) {
+                    // Sharding over a single rank is the unsharded plan.
+                    if (dp * cp == 1 && zero != 0) continue;
+                    std::vector<int64_t> shard_groups{0};
+                    if (zero == 3 && space.hsdp) {
+                      for (int64_t sg : divisors(dp * cp)) {
+                        if (sg > 1 && sg < dp * cp) shard_groups.push_back(sg);
+                      }
+                    }
+                    for (int64_t sg : shard_groups) {
+                      SweepCandidate c;
+                      c.target = static_cast<uint32_t>(ti);
+                      c.micro_batch = mb;
+                      ParallelPlan& p = c.plan;
+                      p = scenario.plan;
+                      p.tp = tp;
+                      p.cp = cp;
+                      p.pp = pp;
+                      p.dp = dp;
+                      p.ep = ep;
+                      p.sequence_parallel = sp && tp > 1;
+                      p.zero = zero;
+                      p.shard_group = sg;
+                      p.schedule = schedule;
+                      p.virtual_stages = v;
+                      p.recompute = strategies::Recompute{rc, 0};
+                      strategies::Job job{model, scenario.training, p, scenario.options};
+                      job.training.micro_batch = mb;
+                      if (strategies::validate(job).empty()) out.push_back(c);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+ScenarioSpec candidate_scenario(const ScenarioSpec& scenario, const SweepTarget& target,
+                                const SweepCandidate& candidate) {
+  ScenarioSpec spec = scenario;
+  spec.cluster = target.cluster;
+  spec.gpus = target.gpus;
+  spec.plan = candidate.plan;
+  spec.training.micro_batch = candidate.micro_batch;
+  return spec;
+}
+
+}  // namespace podsim::scenarios

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "scenarios/input/spec.h"
+#include "scenarios/sweep/targets.h"
+#include "strategies/plan.h"
+
+namespace podsim::scenarios {
+
+// The plans a sweep considers: every split of each target's GPUs into
+// parallel degrees, micro-batch sizes, schedules, recompute and sharding
+// that strategies::validate accepts, in one canonical order.
+
+/// Which plans a sweep enumerates. The defaults are in docs/sweep.md.
+struct SweepSpace {
+  /// Largest tensor-parallel degree; 0 = the cluster's scale-up domain
+  /// (TP across the network is never competitive).
+  int64_t max_tp = 0;
+  /// Largest context-parallel degree; 0 = seq_len / 1024 (at least 1,024
+  /// tokens per CP rank), at least 1.
+  int64_t max_cp = 0;
+  /// Largest pipeline degree; 0 = the model's layers.
+  int64_t max_pp = 0;
+  /// Micro-batch sizes tried (each must divide global_batch / dp).
+  std::vector<int64_t> micro_batches{1, 2, 4, 8};
+  /// Interleaved 1F1B: virtual stages 2..max dividing ceil(layers / pp).
+  int64_t max_virtual_stages = 8;
+  /// Pipeline schedules tried when pp > 1 (pp = 1 has no pipeline: 1F1B).
+  std::vector<strategies::PipelineSchedule> schedules{
+      strategies::PipelineSchedule::kGpipe, strategies::PipelineSchedule::kOneFOneB,
+      strategies::PipelineSchedule::kInterleavedOneFOneB,
+      strategies::PipelineSchedule::kZeroBubble};
+  std::vector<strategies::RecomputeMode> recompute{strategies::RecomputeMode::kNone,
+                                                   strategies::RecomputeMode::kSelective,
+                                                   strategies::RecomputeMode::kFull};
+  /// ZeRO stages tried (3 = FSDP).
+  std::vector<int> zero{0, 1, 2, 3};
+  /// ZeRO-3 also with HSDP shard groups: every divisor g of dp*cp with
+  /// 1 < g < dp*cp.
+  bool hsdp = true;
+  /// Restrict tp, cp, pp and ep to powers of two.
+  bool powers_of_two = false;
+};
+
+/// One plan of a sweep.
+struct SweepCandidate {
+  uint32_t target = 0;  ///< index into the targets
+  strategies::ParallelPlan plan;
+  int64_t micro_batch = 1;
+};
+
+/// Every plan of `space` that strategies::validate accepts for `scenario`'s
+/// model and training on each target, in canonical order: target, tp, cp,
+/// pp, ep, micro-batch, schedule, virtual stages, recompute, zero, shard
+/// group. The scenario's sequence-parallel flag, context algorithm and rank
+/// order are kept (sequence parallelism is on for every tp > 1 when the
+/// scenario uses it or has tp = 1).
+std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
+                                            const std::vector<SweepTarget>& targets,
+                                            const SweepSpace& space);
+
+/// The scenario for one candidate: its plan, micro-batch, GPU count and
+/// cluster.
+ScenarioSpec candidate_scenario(const ScenarioSpec& scenario, const SweepTarget& target,
+                                const SweepCandidate& candidate);
+
+}  // namespace podsim::scenarios
