@@ -1,0 +1,129 @@
+#pragma once
+
+// Inside the plan bounds (bounds.h): the hardware models and the cache of
+// work prices both levels share (bounds_pricing.cc), the quick bounds from a
+// stage's pipeline order (bounds_quick.cc) and the refined bounds from the
+// representatives' schedule (bounds_refined.cc). Internal to the sweep.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "hwmodels/collectives.h"
+#include "hwmodels/fabric.h"
+#include "hwmodels/gpu_model.h"
+#include "hwmodels/memory_model.h"
+#include "scenarios/step/profile_fit.h"
+#include "scenarios/sweep/bounds.h"
+#include "strategies/job.h"
+#include "strategies/layout.h"
+#include "strategies/schedule.h"
+#include "strategies/workload.h"
+
+namespace podsim::scenarios {
+namespace bounds_detail {
+
+// The bounds are sums taken in another order than the simulation's; a
+// relative margin far above rounding error (1e-16 per operation) and far
+// below anything that matters keeps them on the safe side.
+constexpr double kRoundingMargin = 1e-9;
+
+inline double lower(double value) { return value * (1.0 - kRoundingMargin); }
+
+/// Each stage's model chunks, virtual_index ascending.
+std::vector<std::vector<strategies::ChunkInfo>> chunks_by_stage(const strategies::Job& job);
+
+/// The quick memory bound of every stage: static memory, the runtime's
+/// reservation and the stored activations of the in-flight micro-batches of
+/// the stage's order.
+std::vector<double> quick_memory(const strategies::Job& job, double reserved,
+                                 const std::vector<std::vector<strategies::ChunkInfo>>& chunks,
+                                 const std::vector<std::vector<strategies::Slot>>& orders);
+
+inline void append_raw(std::string& key, const void* data, size_t size) {
+  key.append(static_cast<const char*>(data), size);
+}
+template <typename T>
+void append(std::string& key, T value) {
+  append_raw(key, &value, sizeof value);
+}
+
+/// Everything about a segment's ops that their price depends on, as bytes.
+void append_ops(std::string& key, const std::vector<strategies::Op>& ops);
+
+/// Blocks of consecutive GPUs that are wired alike: the NVLink domain, then
+/// each scale-out tier's group of nodes. A set of GPUs inside one full block
+/// prices alike in any full block of that size, so in-task collectives are
+/// priced on a cluster cut down to the first block (pricing instantiates the
+/// whole fabric, which is slow for large clusters).
+struct Level {
+  int64_t gpus = 0;  ///< GPUs per block
+  hwmodels::ClusterSpec cluster;
+  std::unique_ptr<hwmodels::Fabric> fabric;  ///< built on first use
+};
+
+std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster);
+
+}  // namespace bounds_detail
+
+struct PlanBounds::Impl {
+  explicit Impl(const CalibratedHardware& hardware) : Impl(hardware.gpu, hardware.cluster) {}
+  Impl(const hwmodels::GpuModel& model, const hwmodels::ClusterSpec& cluster)
+      : gpu(model),
+        fabric(hwmodels::Fabric::build(cluster)),
+        levels(bounds_detail::levels_of(cluster)),
+        collectives(hwmodels::CollectiveParams::for_gpu(cluster.gpu)),
+        memory(hwmodels::memory_model(cluster.gpu)) {}
+
+  hwmodels::GpuModel gpu;
+  hwmodels::Fabric fabric;
+  std::vector<bounds_detail::Level> levels;
+  hwmodels::CollectiveParams collectives;
+  hwmodels::MemoryModel memory;
+  /// segment ops + group key -> seconds on the compute stream, per repeat.
+  std::unordered_map<std::string, double> segment_costs;
+
+  /// The TP, CP and EP groups of `rank`, the only groups in-task collectives
+  /// use, and where to price them: when they lie inside one full block of a
+  /// level (levels_of) and the layout gives the rank moved to the first
+  /// block the same groups moved alike (checked, not assumed), on that
+  /// level's cut-down cluster for the moved rank; otherwise on the whole
+  /// fabric. The key holds the level and the (moved) GPU ids.
+  struct Groups {
+    std::string key;
+    int64_t rank = 0;
+    int level = -1;  ///< -1: the whole fabric
+  };
+  static constexpr std::array<strategies::GroupKind, 3> kInTask{
+      strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp};
+  Groups groups_of(const strategies::Layout& layout, int64_t rank) const;
+  const hwmodels::Fabric& fabric_for(const Groups& groups);
+  double work_cost(const strategies::Job& job, const strategies::Layout& layout,
+                   const Groups& groups, const strategies::Work& work);
+
+  /// The price of one repeat of `seg` for a rank with `groups`.
+  double segment_cost(const strategies::Job& job, const strategies::Layout& layout,
+                      const Groups& groups, const strategies::Segment& seg);
+
+  /// Pipeline orders depend on the schedule, p, v and m only; plans that
+  /// share them share one copy.
+  std::shared_ptr<const std::vector<std::vector<strategies::Slot>>> orders(
+      const strategies::Job& job);
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>,
+           std::shared_ptr<const std::vector<std::vector<strategies::Slot>>>>
+      order_cache;
+
+  strategies::Work optimizer_work(const strategies::Job& job, int64_t stage) const;
+
+  double quick_step(const strategies::Job& job,
+                    const std::vector<std::vector<strategies::ChunkInfo>>& chunks,
+                    const std::vector<std::vector<strategies::Slot>>& orders);  // bounds_quick.cc
+  Bounds refined(const strategies::Job& job);                                   // bounds_refined.cc
+};
+
+}  // namespace podsim::scenarios
