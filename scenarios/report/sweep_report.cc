@@ -1,126 +1,38 @@
 #include "scenarios/report/sweep_report.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "scenarios/input/quantity.h"
-#include "scenarios/report/svg.h"
+#include "scenarios/report/sweep_labels.h"
 #include "scenarios/report/text_table.h"
-#include "strategies/job.h"
 
 namespace podsim::scenarios {
-namespace {
 
 using nlohmann::json;
-using strategies::ContextAlgorithm;
-using strategies::Dim;
 using strategies::PipelineSchedule;
 using strategies::RecomputeMode;
+using sweep_labels::baseline_rank_text;
+using sweep_labels::context_name;
+using sweep_labels::cost_text;
+using sweep_labels::counts_text;
+using sweep_labels::dollars;
+using sweep_labels::duration_text;
+using sweep_labels::fixed;
+using sweep_labels::front_flags;
+using sweep_labels::g9;
+using sweep_labels::kGiB;
+using sweep_labels::order_text;
+using sweep_labels::recompute_name;
+using sweep_labels::schedule_name;
+using sweep_labels::si_count;
+using sweep_labels::target_notes;
+using sweep_labels::target_text;
+using sweep_labels::tokens_text;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-const char* schedule_name(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::kGpipe:
-      return "gpipe";
-    case PipelineSchedule::kOneFOneB:
-      return "1f1b";
-    case PipelineSchedule::kInterleavedOneFOneB:
-      return "interleaved_1f1b";
-    case PipelineSchedule::kZeroBubble:
-      return "zero_bubble";
-  }
-  return "1f1b";
-}
-
-const char* context_name(ContextAlgorithm a) {
-  switch (a) {
-    case ContextAlgorithm::kRing:
-      return "ring";
-    case ContextAlgorithm::kUlysses:
-      return "ulysses";
-    case ContextAlgorithm::kAllGather:
-      return "all_gather";
-  }
-  return "ring";
-}
-
-std::string recompute_name(const strategies::Recompute& r) {
-  switch (r.mode) {
-    case RecomputeMode::kNone:
-      return "none";
-    case RecomputeMode::kSelective:
-      return "selective";
-    case RecomputeMode::kFull:
-      return "full";
-    case RecomputeMode::kEvery:
-      return "every " + std::to_string(r.every_layers);
-  }
-  return "none";
-}
-
-std::string order_text(const std::array<Dim, strategies::kDims>& order) {
-  std::string out;
-  for (Dim d : order) {
-    if (!out.empty()) out += '-';
-    switch (d) {
-      case Dim::kTp:
-        out += "tp";
-        break;
-      case Dim::kCp:
-        out += "cp";
-        break;
-      case Dim::kEp:
-        out += "ep";
-        break;
-      case Dim::kDp:
-        out += "dp";
-        break;
-      case Dim::kPp:
-        out += "pp";
-        break;
-    }
-  }
-  return out;
-}
-
-/// %.9g: enough digits to tell plans apart, same text for the same value.
-std::string g9(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-std::string fixed(double v, int decimals) { return fixed_number(v, decimals); }
-
-/// "1.44M", "812k", "950".
-std::string si_count(double v) {
-  if (v >= 1e9) return fixed(v / 1e9, 2) + "G";
-  if (v >= 1e6) return fixed(v / 1e6, 2) + "M";
-  if (v >= 1e3) return fixed(v / 1e3, 1) + "k";
-  return fixed(v, 0);
-}
-
-/// "$1.23M", "$812k", "$950".
-std::string dollars(double v) { return "$" + si_count(v); }
-
-/// "3.2 h", "12.5 days".
-std::string duration_text(double seconds) {
-  if (seconds < 2 * 3600.0) return fixed(seconds / 60.0, 1) + " min";
-  if (seconds < 2 * 86400.0) return fixed(seconds / 3600.0, 1) + " h";
-  return fixed(seconds / 86400.0, 1) + " days";
-}
-
-std::string cost_text(const SweepOutcome& o, const RankedPlan& r) {
-  if (o.cost_in_dollars && r.cost_usd) return dollars(*r.cost_usd);
-  return si_count(r.gpu_hours) + " GPU-h";
-}
+namespace {
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
@@ -144,153 +56,6 @@ json result_json(const SweepOutcome& o, size_t k, bool on_front) {
   j["cost_usd"] = optional_number(r.cost_usd);
   j["pareto"] = on_front;
   return j;
-}
-
-std::vector<bool> front_flags(const SweepOutcome& o) {
-  std::vector<bool> front(o.ranked.size(), false);
-  for (size_t k : o.pareto) front[k] = true;
-  return front;
-}
-
-std::string baseline_rank_text(const SweepOutcome::Baseline& b) {
-  if (!b.rank) return "not ranked";
-  std::string rank = "rank " + std::to_string(*b.rank);
-  if (b.rank_worst && *b.rank_worst != *b.rank) {
-    rank += " among the simulated plans (at worst " + std::to_string(*b.rank_worst) +
-            " counting plans skipped by the bound)";
-  }
-  if (b.outcome.fits) return rank;
-  return "does not fit in memory (peak " + format_bytes(b.outcome.memory_peak_bytes) + " of " +
-         format_bytes(b.outcome.memory_capacity_bytes) + "); by step time alone it would take " +
-         rank;
-}
-
-/// The targets' notes and price sources, each once, in order of appearance.
-std::vector<std::string> target_notes(const SweepOutcome& o) {
-  std::vector<std::string> notes;
-  for (const SweepTarget& t : o.targets) {
-    for (const std::string* text : {&t.note, &t.price_source}) {
-      if (!text->empty() && std::find(notes.begin(), notes.end(), *text) == notes.end()) {
-        notes.push_back(*text);
-      }
-    }
-  }
-  return notes;
-}
-
-std::string counts_text(const SweepOutcome& o) {
-  return std::to_string(o.plans_total) + " valid plans: " + std::to_string(o.plans_pruned_memory) +
-         " pruned by the memory bound, " + std::to_string(o.plans_skipped_by_bound) +
-         " skipped by the step-time bound (cannot reach the top " + std::to_string(o.top_k) +
-         " of their target), " + std::to_string(o.plans_simulated) + " simulated (" +
-         std::to_string(o.plans_not_fitting) + " over the memory capacity, " +
-         std::to_string(o.plans_failed) + " failed)";
-}
-
-/// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
-/// notes are numbered once (target_notes).
-std::string target_text(const SweepOutcome& o, const SweepTarget& t) {
-  std::string s = std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
-                  (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
-                  format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " +
-                  (t.price_per_gpu_hour ? "$" + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h"
-                                        : std::string("no price")) +
-                  ")";
-  const std::vector<std::string> notes = target_notes(o);
-  for (const std::string* text : {&t.note, &t.price_source}) {
-    const auto it = std::find(notes.begin(), notes.end(), *text);
-    if (it != notes.end()) s += " [" + std::to_string(it - notes.begin() + 1) + "]";
-  }
-  return s;
-}
-
-// ---- Charts --------------------------------------------------------------
-
-struct Series {
-  std::string name;
-  std::string color;
-  std::vector<std::pair<double, double>> points;
-  bool line = true;
-  double radius = 3;
-};
-
-constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-
-/// A small inline chart; `log2_x` places x on a log2 scale (GPU counts).
-std::string chart(const std::string& title, const std::string& x_label, const std::string& y_label,
-                  const std::vector<Series>& series, bool log2_x) {
-  constexpr double kW = 560, kH = 320, kL = 70, kR = 20, kT = 30, kB = 70;
-  const double pw = kW - kL - kR, ph = kH - kT - kB;
-  double xmin = 1e300, xmax = -1e300, ymax = 0;
-  for (const Series& s : series) {
-    for (const auto& [x, y] : s.points) {
-      const double xv = log2_x ? std::log2(x) : x;
-      xmin = std::min(xmin, xv);
-      xmax = std::max(xmax, xv);
-      ymax = std::max(ymax, y);
-    }
-  }
-  Svg svg(kW, kH, false);
-  svg.text(kL, 18, title, "start", 13, "font-weight=\"bold\"");
-  if (xmin > xmax) {
-    svg.text(kW / 2, kH / 2, "no data", "middle", 12);
-    return svg.finish();
-  }
-  if (xmax - xmin < 1e-12) {
-    xmin -= 1;
-    xmax += 1;
-  }
-  const double pad = (xmax - xmin) * 0.05;
-  xmin -= pad;
-  xmax += pad;
-  ymax = ymax > 0 ? ymax * 1.1 : 1;
-  auto X = [&](double x) { return kL + ((log2_x ? std::log2(x) : x) - xmin) / (xmax - xmin) * pw; };
-  auto Y = [&](double y) { return kT + ph - y / ymax * ph; };
-  svg.line(kL, kT + ph, kL + pw, kT + ph, "#333333");
-  svg.line(kL, kT, kL, kT + ph, "#333333");
-  const std::vector<double> y_ticks = nice_ticks(0, ymax, 5);
-  const int y_decimals = y_ticks.size() > 1 ? tick_decimals(y_ticks[1] - y_ticks[0]) : 0;
-  for (double t : y_ticks) {
-    svg.line(kL, Y(t), kL + pw, Y(t), "#eeeeee", 0.5);
-    svg.text(kL - 5, Y(t) + 3, t >= 1e4 ? si_count(t) : fixed(t, y_decimals), "end", 10);
-  }
-  if (log2_x) {
-    std::vector<double> xs;
-    for (const Series& s : series) {
-      for (const auto& p : s.points) xs.push_back(p.first);
-    }
-    std::sort(xs.begin(), xs.end());
-    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-    for (double x : xs) {
-      svg.line(X(x), kT + ph, X(x), kT + ph + 4, "#333333");
-      svg.text(X(x), kT + ph + 16, fixed(x, 0), "middle", 10);
-    }
-  } else {
-    const std::vector<double> x_ticks = nice_ticks(std::max(0.0, xmin), xmax, 6);
-    const int x_decimals = x_ticks.size() > 1 ? tick_decimals(x_ticks[1] - x_ticks[0]) : 1;
-    for (double t : x_ticks) {
-      const double x = kL + (t - xmin) / (xmax - xmin) * pw;
-      svg.line(x, kT + ph, x, kT + ph + 4, "#333333");
-      svg.text(x, kT + ph + 16, fixed(t, x_decimals), "middle", 10);
-    }
-  }
-  svg.text(kL + pw / 2, kT + ph + 32, x_label, "middle", 11);
-  svg.text(14, kT + ph / 2, y_label, "middle", 11,
-           "transform=\"rotate(-90 14 " + fixed(kT + ph / 2, 2) + ")\"");
-  double lx = kL;
-  for (const Series& s : series) {
-    std::vector<std::pair<double, double>> px;
-    for (const auto& [x, y] : s.points) px.emplace_back(X(x), Y(y));
-    if (s.line && px.size() > 1) svg.polyline(px, s.color, 1.5);
-    for (const auto& [x, y] : px) svg.circle(x, y, s.radius, s.color);
-    if (!s.name.empty()) {
-      svg.circle(lx + 5, kH - 12, 4, s.color);
-      svg.text(lx + 12, kH - 8, s.name, "start", 10);
-      lx += 24 + 6.0 * static_cast<double>(s.name.size());
-    }
-  }
-  return svg.finish();
 }
 
 }  // namespace
@@ -520,12 +285,6 @@ std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t l
   return rows;
 }
 
-std::string tokens_text(double tokens) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", tokens);
-  return buf;
-}
-
 }  // namespace
 
 std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& o,
@@ -581,139 +340,6 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
     out += "  [" + std::to_string(i + 1) + "] " + notes[i] + "\n";
   }
   return out;
-}
-
-std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
-                       const std::vector<std::string>& space) {
-  const std::vector<bool> front = front_flags(o);
-  // Best plan of each target (ranked is sorted, so the first seen is best).
-  std::map<uint32_t, size_t> best;
-  for (size_t k = 0; k < o.ranked.size(); ++k) {
-    best.emplace(o.candidates[o.ranked[k].index].target, k);
-  }
-  std::vector<std::string> gpu_types;
-  for (const SweepTarget& t : o.targets) {
-    if (std::find(gpu_types.begin(), gpu_types.end(), t.gpu) == gpu_types.end()) {
-      gpu_types.push_back(t.gpu);
-    }
-  }
-  const size_t palette = sizeof kPalette / sizeof kPalette[0];
-  std::vector<Series> time_series, cost_series, pareto_series;
-  for (size_t g = 0; g < gpu_types.size(); ++g) {
-    Series ts{gpu_types[g], kPalette[g % palette], {}, true, 3.5};
-    Series cs = ts;
-    Series ps{gpu_types[g], kPalette[g % palette], {}, false, 1.8};
-    for (const auto& [target, k] : best) {
-      const SweepTarget& t = o.targets[target];
-      if (t.gpu != gpu_types[g]) continue;
-      const RankedPlan& r = o.ranked[k];
-      ts.points.emplace_back(static_cast<double>(t.gpus), r.outcome.step_time_s);
-      cs.points.emplace_back(static_cast<double>(t.gpus),
-                             o.cost_in_dollars ? *r.cost_usd : r.gpu_hours);
-    }
-    std::sort(ts.points.begin(), ts.points.end());
-    std::sort(cs.points.begin(), cs.points.end());
-    for (size_t k = 0; k < o.ranked.size() && k < 5000; ++k) {
-      const RankedPlan& r = o.ranked[k];
-      if (o.targets[o.candidates[r.index].target].gpu != gpu_types[g]) continue;
-      ps.points.emplace_back(r.train_time_s / 86400.0,
-                             o.cost_in_dollars ? *r.cost_usd : r.gpu_hours);
-    }
-    time_series.push_back(std::move(ts));
-    cost_series.push_back(std::move(cs));
-    pareto_series.push_back(std::move(ps));
-  }
-  Series front_series{"Pareto front", "#000000", {}, true, 3};
-  for (size_t k : o.pareto) {
-    const RankedPlan& r = o.ranked[k];
-    front_series.points.emplace_back(r.train_time_s / 86400.0,
-                                     o.cost_in_dollars ? *r.cost_usd : r.gpu_hours);
-  }
-  pareto_series.push_back(front_series);
-  const std::string cost_label = o.cost_in_dollars ? "cost (USD)" : "cost (GPU-hours)";
-
-  std::string h;
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  h += "<title>podsim sweep: " + xml_escape(scenario.name) + "</title>\n";
-  h += "<style>\nbody{font-family:sans-serif;margin:24px;color:#222;max-width:1400px}\n"
-       "table{border-collapse:collapse;font-size:12px}\n"
-       "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}\n"
-       "td.l,th.l{text-align:left}\ntr.front td{background:#eef6ee}\n"
-       "tr.base td{background:#fff3d6}\n.charts svg{margin:0 16px 16px 0;border:1px solid #eee}\n"
-       "li{margin:2px 0}\n</style>\n</head>\n<body>\n";
-  h += "<h1>podsim sweep: " + xml_escape(scenario.name) + "</h1>\n";
-  h += "<p>Model " + xml_escape(scenario.model.name) + ", seq_len " +
-       std::to_string(scenario.training.seq_len) + ", global batch " +
-       std::to_string(scenario.training.global_batch) + ". " + xml_escape(counts_text(o)) +
-       ". Time and cost to train " + tokens_text(o.tokens) + " tokens.</p>\n";
-  if (o.baseline) {
-    const SweepOutcome::Baseline& b = *o.baseline;
-    h += "<p>Scenario's own plan (" + xml_escape(sweep_plan_label(b.candidate)) + "): ";
-    h += b.outcome.error.empty()
-             ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) + ", MFU " +
-                   xml_escape(format_percent(b.outcome.mfu)) + ", " +
-                   xml_escape(baseline_rank_text(b)) + (b.index ? "" : " (outside the swept space)")
-             : "failed: " + xml_escape(b.outcome.error);
-    h += ".</p>\n";
-  }
-  h += "<h2>Best plan per GPU count</h2>\n<div class=\"charts\">\n";
-  h += chart("Step time of the best plan", "GPUs", "step time (s)", time_series, true);
-  h += chart("Cost to train of the best plan", "GPUs", cost_label, cost_series, true);
-  h += "</div>\n<h2>Pareto front: time to train against cost</h2>\n<div class=\"charts\">\n";
-  h += chart("Every simulated plan that fits; the front joined", "time to train (days)", cost_label,
-             pareto_series, false);
-  h += "</div>\n<h2>Ranked plans</h2>\n";
-  const size_t shown = std::min<size_t>(o.ranked.size(), std::max<size_t>(o.top_k, 200));
-  h += "<p>The " + std::to_string(shown) + " fastest of " + std::to_string(o.ranked.size()) +
-       " simulated plans that fit (all of them in results.csv). Green: on the Pareto front.</p>\n";
-  h += "<table>\n<tr><th>rank</th><th>GPUs</th><th class=\"l\">GPU</th><th>tp</th><th>cp</th>"
-       "<th>pp</th><th>dp</th><th>ep</th><th>mb</th><th class=\"l\">schedule</th><th>v</th>"
-       "<th class=\"l\">recompute</th><th>zero</th><th>shard</th><th>step (s)</th>"
-       "<th>tokens/s</th><th>MFU</th><th>memory</th><th>headroom</th><th>exposed comm</th>"
-       "<th>train time</th><th>cost</th></tr>\n";
-  for (size_t k = 0; k < shown; ++k) {
-    const RankedPlan& r = o.ranked[k];
-    const SweepCandidate& c = o.candidates[r.index];
-    const strategies::ParallelPlan& p = c.plan;
-    const SweepTarget& t = o.targets[c.target];
-    const bool is_base = o.baseline && o.baseline->index && *o.baseline->index == r.index;
-    h += std::string("<tr") +
-         (is_base    ? " class=\"base\""
-          : front[k] ? " class=\"front\""
-                     : "") +
-         "><td>" + std::to_string(k + 1) + "</td><td>" + std::to_string(t.gpus) +
-         "</td><td class=\"l\">" + xml_escape(t.gpu) + "</td><td>" + std::to_string(p.tp) +
-         "</td><td>" + std::to_string(p.cp) + "</td><td>" + std::to_string(p.pp) + "</td><td>" +
-         std::to_string(p.dp) + "</td><td>" + std::to_string(p.ep) + "</td><td>" +
-         std::to_string(c.micro_batch) + "</td><td class=\"l\">" +
-         (p.pp > 1 ? schedule_name(p.schedule) : "-") + "</td><td>" +
-         std::to_string(p.virtual_stages) + "</td><td class=\"l\">" +
-         xml_escape(recompute_name(p.recompute)) + "</td><td>" + std::to_string(p.zero) +
-         "</td><td>" + (p.shard_group > 0 ? std::to_string(p.shard_group) : "-") + "</td><td>" +
-         fixed(r.outcome.step_time_s, 4) + "</td><td>" + si_count(r.outcome.tokens_per_s) +
-         "</td><td>" + xml_escape(format_percent(r.outcome.mfu)) + "</td><td>" +
-         xml_escape(format_bytes(r.outcome.memory_peak_bytes)) + "</td><td>" +
-         xml_escape(format_bytes(r.outcome.memory_capacity_bytes - r.outcome.memory_peak_bytes)) +
-         "</td><td>" + xml_escape(format_seconds(r.outcome.exposed_comm_s)) + "</td><td>" +
-         xml_escape(duration_text(r.train_time_s)) + "</td><td>" + xml_escape(cost_text(o, r)) +
-         "</td></tr>\n";
-  }
-  h += "</table>\n<h2>Hardware targets</h2>\n<ul>\n";
-  for (const SweepTarget& t : o.targets) h += "<li>" + xml_escape(target_text(o, t)) + "</li>\n";
-  h += "</ul>\n<ol>\n";
-  for (const std::string& note : target_notes(o)) h += "<li>" + xml_escape(note) + "</li>\n";
-  h += "</ol>\n<h2>Plans enumerated</h2>\n<ul>\n";
-  for (const std::string& line : space) h += "<li>" + xml_escape(line) + "</li>\n";
-  h += "</ul>\n";
-  if (!o.failures.empty()) {
-    h += "<h2>Failures</h2>\n<ul>\n";
-    for (const std::string& f : o.failures) h += "<li>" + xml_escape(f) + "</li>\n";
-    h += "</ul>\n";
-  }
-  h += "<p>Lower bounds skip only plans that provably cannot enter the top " +
-       std::to_string(o.top_k) +
-       " of their target; see docs/sweep.md. Generated by podsim sweep.</p>\n</body>\n</html>\n";
-  return h;
 }
 
 }  // namespace podsim::scenarios

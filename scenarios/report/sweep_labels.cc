@@ -1,0 +1,186 @@
+#include "scenarios/report/sweep_labels.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "scenarios/input/quantity.h"
+#include "scenarios/report/svg.h"
+
+namespace podsim::scenarios::sweep_labels {
+
+using strategies::ContextAlgorithm;
+using strategies::Dim;
+using strategies::PipelineSchedule;
+using strategies::RecomputeMode;
+
+const char* schedule_name(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe:
+      return "gpipe";
+    case PipelineSchedule::kOneFOneB:
+      return "1f1b";
+    case PipelineSchedule::kInterleavedOneFOneB:
+      return "interleaved_1f1b";
+    case PipelineSchedule::kZeroBubble:
+      return "zero_bubble";
+  }
+  return "1f1b";
+}
+
+const char* context_name(ContextAlgorithm a) {
+  switch (a) {
+    case ContextAlgorithm::kRing:
+      return "ring";
+    case ContextAlgorithm::kUlysses:
+      return "ulysses";
+    case ContextAlgorithm::kAllGather:
+      return "all_gather";
+  }
+  return "ring";
+}
+
+std::string recompute_name(const strategies::Recompute& r) {
+  switch (r.mode) {
+    case RecomputeMode::kNone:
+      return "none";
+    case RecomputeMode::kSelective:
+      return "selective";
+    case RecomputeMode::kFull:
+      return "full";
+    case RecomputeMode::kEvery:
+      return "every " + std::to_string(r.every_layers);
+  }
+  return "none";
+}
+
+std::string order_text(const std::array<Dim, strategies::kDims>& order) {
+  std::string out;
+  for (Dim d : order) {
+    if (!out.empty()) out += '-';
+    switch (d) {
+      case Dim::kTp:
+        out += "tp";
+        break;
+      case Dim::kCp:
+        out += "cp";
+        break;
+      case Dim::kEp:
+        out += "ep";
+        break;
+      case Dim::kDp:
+        out += "dp";
+        break;
+      case Dim::kPp:
+        out += "pp";
+        break;
+    }
+  }
+  return out;
+}
+
+/// %.9g: enough digits to tell plans apart, same text for the same value.
+std::string g9(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string fixed(double v, int decimals) { return fixed_number(v, decimals); }
+
+/// "1.44M", "812k", "950".
+std::string si_count(double v) {
+  if (v >= 1e9) return fixed(v / 1e9, 2) + "G";
+  if (v >= 1e6) return fixed(v / 1e6, 2) + "M";
+  if (v >= 1e3) return fixed(v / 1e3, 1) + "k";
+  return fixed(v, 0);
+}
+
+/// "$1.23M", "$812k", "$950".
+std::string dollars(double v) {
+  // Appended, not "$" + si_count(v): GCC 12 warns falsely (-Wstringop-overflow)
+  // on a literal + std::string&& here.
+  std::string out = "$";
+  out += si_count(v);
+  return out;
+}
+
+/// "3.2 h", "12.5 days".
+std::string duration_text(double seconds) {
+  if (seconds < 2 * 3600.0) return fixed(seconds / 60.0, 1) + " min";
+  if (seconds < 2 * 86400.0) return fixed(seconds / 3600.0, 1) + " h";
+  return fixed(seconds / 86400.0, 1) + " days";
+}
+
+std::string cost_text(const SweepOutcome& o, const RankedPlan& r) {
+  if (o.cost_in_dollars && r.cost_usd) return dollars(*r.cost_usd);
+  return si_count(r.gpu_hours) + " GPU-h";
+}
+
+std::vector<bool> front_flags(const SweepOutcome& o) {
+  std::vector<bool> front(o.ranked.size(), false);
+  for (size_t k : o.pareto) front[k] = true;
+  return front;
+}
+
+std::string baseline_rank_text(const SweepOutcome::Baseline& b) {
+  if (!b.rank) return "not ranked";
+  std::string rank = "rank " + std::to_string(*b.rank);
+  if (b.rank_worst && *b.rank_worst != *b.rank) {
+    rank += " among the simulated plans (at worst " + std::to_string(*b.rank_worst) +
+            " counting plans skipped by the bound)";
+  }
+  if (b.outcome.fits) return rank;
+  return "does not fit in memory (peak " + format_bytes(b.outcome.memory_peak_bytes) + " of " +
+         format_bytes(b.outcome.memory_capacity_bytes) + "); by step time alone it would take " +
+         rank;
+}
+
+/// The targets' notes and price sources, each once, in order of appearance.
+std::vector<std::string> target_notes(const SweepOutcome& o) {
+  std::vector<std::string> notes;
+  for (const SweepTarget& t : o.targets) {
+    for (const std::string* text : {&t.note, &t.price_source}) {
+      if (!text->empty() && std::find(notes.begin(), notes.end(), *text) == notes.end()) {
+        notes.push_back(*text);
+      }
+    }
+  }
+  return notes;
+}
+
+std::string counts_text(const SweepOutcome& o) {
+  return std::to_string(o.plans_total) + " valid plans: " + std::to_string(o.plans_pruned_memory) +
+         " pruned by the memory bound, " + std::to_string(o.plans_skipped_by_bound) +
+         " skipped by the step-time bound (cannot reach the top " + std::to_string(o.top_k) +
+         " of their target), " + std::to_string(o.plans_simulated) + " simulated (" +
+         std::to_string(o.plans_not_fitting) + " over the memory capacity, " +
+         std::to_string(o.plans_failed) + " failed)";
+}
+
+/// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
+/// notes are numbered once (target_notes).
+std::string target_text(const SweepOutcome& o, const SweepTarget& t) {
+  std::string s =
+      std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
+      (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
+      format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " +
+      (t.price_per_gpu_hour ? std::string("$") + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h"
+                            : std::string("no price")) +
+      ")";
+  const std::vector<std::string> notes = target_notes(o);
+  for (const std::string* text : {&t.note, &t.price_source}) {
+    const auto it = std::find(notes.begin(), notes.end(), *text);
+    if (it != notes.end()) s += " [" + std::to_string(it - notes.begin() + 1) + "]";
+  }
+  return s;
+}
+
+std::string tokens_text(double tokens) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", tokens);
+  return buf;
+}
+
+}  // namespace podsim::scenarios::sweep_labels

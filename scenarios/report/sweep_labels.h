@@ -1,0 +1,53 @@
+#pragma once
+
+// The words and numbers the sweep's writers share (sweep_report.cc: JSON,
+// CSV and text; sweep_html.cc): names of plan settings, counts, targets and
+// the baseline's rank in words. Internal to report/.
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "scenarios/sweep/sweep.h"
+#include "strategies/plan.h"
+
+namespace podsim::scenarios::sweep_labels {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// The scenario format's names: "gpipe", "1f1b", "interleaved_1f1b", "zero_bubble".
+const char* schedule_name(strategies::PipelineSchedule s);
+/// "ring", "ulysses", "all_gather".
+const char* context_name(strategies::ContextAlgorithm a);
+/// "none", "selective", "full", "every 4".
+std::string recompute_name(const strategies::Recompute& r);
+/// "tp-cp-ep-dp-pp".
+std::string order_text(const std::array<strategies::Dim, strategies::kDims>& order);
+/// %.9g: enough digits to tell plans apart, same text for the same value.
+std::string g9(double v);
+/// `decimals` digits after the point (svg.h's fixed_number).
+std::string fixed(double v, int decimals);
+/// "1.44M", "812k", "950".
+std::string si_count(double v);
+/// "$1.23M", "$812k", "$950".
+std::string dollars(double v);
+/// "3.2 h", "12.5 days".
+std::string duration_text(double seconds);
+/// Dollars when every target has a price, else GPU-hours.
+std::string cost_text(const SweepOutcome& o, const RankedPlan& r);
+/// Per ranked plan: on the Pareto front.
+std::vector<bool> front_flags(const SweepOutcome& o);
+/// "rank 3", with the worst rank when bounds left it open, or why it does
+/// not fit.
+std::string baseline_rank_text(const SweepOutcome::Baseline& b);
+/// The targets' notes and price sources, each once, in order of appearance.
+std::vector<std::string> target_notes(const SweepOutcome& o);
+/// "N valid plans: ... pruned, ... skipped, ... simulated (...)".
+std::string counts_text(const SweepOutcome& o);
+/// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
+/// notes are numbered once (target_notes).
+std::string target_text(const SweepOutcome& o, const SweepTarget& t);
+/// %.3g: "1e+12".
+std::string tokens_text(double tokens);
+
+}  // namespace podsim::scenarios::sweep_labels
