@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "strategies/model_counts.h"
 #include "strategies/workload.h"
 
 namespace podsim::strategies {

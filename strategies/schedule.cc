@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "strategies/memory.h"
+#include "strategies/model_counts.h"
 
 namespace podsim::strategies {
 namespace {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "scenarios/step/step_simulation.h"
+#include "strategies/model_counts.h"
 #include "strategies/workload.h"
 
 namespace podsim::scenarios {

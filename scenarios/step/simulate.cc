@@ -16,6 +16,7 @@
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
+#include "strategies/model_counts.h"
 #include "strategies/schedule.h"
 #include "strategies/workload.h"
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "strategies/memory.h"
+#include "strategies/model_counts.h"
 #include "tests/strategies/evaluator.h"
 #include "tests/strategies/test_util.h"
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "strategies/model_counts.h"
 #include "tests/strategies/model_presets.h"
 #include "tests/strategies/test_util.h"
 

@@ -12,6 +12,7 @@
 #include "calibration/profile.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/step_simulation.h"
+#include "strategies/model_counts.h"
 #include "strategies/schedule.h"
 #include "strategies/workload.h"
 #include "tests/hwmodels/test_specs.h"

@@ -1,0 +1,169 @@
+#include "strategies/model_counts.h"
+
+#include "strategies/workload.h"
+
+namespace podsim::strategies {
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+ParamCount count_parameters(const ModelShape& m, int64_t seq_len) {
+  ParamCount p;
+  const double h = d(m.hidden);
+  const double dh = d(head_dim(m));
+  const double heads = d(m.heads), kv = d(kv_heads(m));
+  const bool bias = uses_biases(m);
+  const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  const double n1_factor = m.mlp == MlpKind::kSwiglu ? 2 : 1;
+  const double attn = h * (heads + 2 * kv) * dh + heads * dh * h;
+  const double norm_weights = 2 * h;
+  double layer_bias = bias ? (heads + 2 * kv) * dh + h + 2 * h /* LayerNorm betas */ : 0.0;
+  double mlp = 0, mlp_active = 0, mlp_matmul = 0;
+  if (m.moe) {
+    const MoeShape& e = *m.moe;
+    const double expert = mats * h * d(e.ffn_hidden);
+    const double router = h * d(e.experts);
+    mlp = d(e.experts + e.shared_experts) * expert + router;
+    mlp_active = d(e.top_k + e.shared_experts) * expert + router;
+    mlp_matmul = d(e.top_k + e.shared_experts) * expert + router;
+    if (bias) layer_bias += d(e.experts + e.shared_experts) * (n1_factor * d(e.ffn_hidden) + h);
+  } else {
+    mlp = mlp_active = mlp_matmul = mats * h * d(m.ffn_hidden);
+    if (bias) layer_bias += n1_factor * d(m.ffn_hidden) + h;
+  }
+  p.per_layer_matmul = attn + mlp_matmul;
+  p.per_layer_biases = layer_bias;
+  p.per_layer = attn + mlp + norm_weights + layer_bias;
+  p.per_layer_active = attn + mlp_active + norm_weights + layer_bias;
+  p.embedding = d(m.vocab) * h;
+  p.positions = learned_positions(m) ? d(seq_len) * h : 0.0;
+  p.final_norm = bias ? 2 * h : h;
+  p.output = m.tied_embeddings ? 0.0 : d(m.vocab) * h;
+  const double outer = p.embedding + p.positions + p.final_norm + p.output;
+  p.total = d(m.layers) * p.per_layer + outer;
+  p.active = d(m.layers) * p.per_layer_active + outer;
+  p.biases = d(m.layers) * layer_bias + (bias ? h : 0.0);
+  return p;
+}
+
+StageParams layer_parameters(const Job& job) {
+  const RankShape r = rank_shape(job);
+  const ModelShape& m = job.model;
+  const double h = d(m.hidden);
+  const double dh = d(r.head_dim);
+  const double qkv_out = d(r.heads + 2 * r.kv_heads) * dh;
+  const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  const double n1_factor = m.mlp == MlpKind::kSwiglu ? 2 : 1;
+  StageParams p;
+  // Column-parallel weights and biases are sharded; row-parallel biases and
+  // norms are replicated across TP.
+  p.dense = h * qkv_out + d(r.heads) * dh * h + 2 * h;
+  if (r.biases) p.dense += qkv_out + h + 2 * h;
+  if (m.moe) {
+    const MoeShape& e = *m.moe;
+    const double ffn = d(e.ffn_hidden / r.tp);
+    p.dense += h * d(e.experts) + d(e.shared_experts) * mats * h * ffn;
+    p.expert = d(e.experts / r.ep) * mats * h * ffn;
+    if (r.biases) {
+      p.dense += d(e.shared_experts) * (n1_factor * ffn + h);
+      p.expert += d(e.experts / r.ep) * (n1_factor * ffn + h);
+    }
+  } else {
+    p.dense += mats * h * d(r.ffn);
+    if (r.biases) p.dense += n1_factor * d(r.ffn) + h;
+  }
+  return p;
+}
+
+StageParams embedding_parameters(const Job& job) {
+  const RankShape r = rank_shape(job);
+  StageParams p;
+  p.dense = d(r.vocab) * d(r.hidden) +
+            (r.learned_positions ? d(job.training.seq_len) * d(r.hidden) : 0.0);
+  return p;
+}
+
+StageParams head_parameters(const Job& job) {
+  const RankShape r = rank_shape(job);
+  StageParams p;
+  p.dense = r.biases ? 2.0 * d(r.hidden) : d(r.hidden);
+  // Tied embeddings share the table when it lives on the same stage; with
+  // pp > 1 the last stage keeps its own copy (Megatron), kept in sync by an
+  // all-reduce of the two copies' gradients.
+  const bool shared = job.model.tied_embeddings && job.plan.pp == 1;
+  if (!shared) p.dense += d(r.vocab) * d(r.hidden);
+  return p;
+}
+
+StageParams stage_parameters(const Job& job, int64_t stage) {
+  const StageParams layer = layer_parameters(job);
+  StageParams p;
+  for (const ChunkInfo& c : stage_chunks(job, stage)) {
+    p.dense += d(c.layers()) * layer.dense;
+    p.expert += d(c.layers()) * layer.expert;
+    if (c.has_embedding) p.dense += embedding_parameters(job).dense;
+    if (c.has_head) p.dense += head_parameters(job).dense;
+  }
+  return p;
+}
+
+// ---- FLOP conventions ----------------------------------------------------------
+
+namespace {
+/// The job with every model-sharding degree at 1 (whole model, one replica).
+Job unsharded(const Job& job) {
+  Job u = job;
+  u.plan.tp = u.plan.cp = u.plan.ep = u.plan.pp = 1;
+  u.plan.virtual_stages = 1;
+  u.plan.sequence_parallel = false;
+  return u;
+}
+double micro_batches_per_step(const Job& job) {
+  return d(job.training.global_batch) / d(job.training.micro_batch);
+}
+}  // namespace
+
+double model_flops_per_step(const Job& job) {
+  const Job u = unsharded(job);
+  const double per_micro = make_work(u, Pass::kForward, u.model.layers, true, true).model_flops() +
+                           make_work(u, Pass::kBackward, u.model.layers, true, true).model_flops();
+  return per_micro * micro_batches_per_step(job);
+}
+
+double hardware_flops_per_step(const Job& job) {
+  // Every rank of a stage runs the same work; sum a representative per stage.
+  const double ranks_per_stage = d(job.plan.dp * job.plan.tp * job.plan.cp);
+  const double m = d(micro_batches(job));
+  double total = 0;
+  for (int64_t s = 0; s < job.plan.pp; ++s) {
+    for (const ChunkInfo& c : stage_chunks(job, s)) {
+      const auto work = [&](Pass p) {
+        return make_work(job, p, c.layers(), c.has_embedding, c.has_head).matmul_flops();
+      };
+      total += m * (work(Pass::kForward) + work(Pass::kBackward) + work(Pass::kRecompute));
+    }
+  }
+  return total * ranks_per_stage;
+}
+
+double flops_6n_convention(const Job& job, bool include_embeddings, bool causal_halved) {
+  const ModelShape& m = job.model;
+  const ParamCount p = count_parameters(m, job.training.seq_len);
+  double n = m.moe ? p.active : p.total;
+  if (!include_embeddings) n -= p.embedding + p.positions + p.output;
+  const double tokens = d(job.training.global_batch) * d(job.training.seq_len);
+  const double attention = 12.0 * d(m.layers) * d(m.heads * head_dim(m)) * d(job.training.seq_len) *
+                           (causal_halved ? 0.5 : 1.0);
+  return tokens * (6.0 * n + attention);
+}
+
+double flops_megatron_sc21(const Job& job) {
+  const ModelShape& m = job.model;
+  const double b = d(job.training.global_batch), s = d(job.training.seq_len);
+  const double l = d(m.layers), h = d(m.hidden), v = d(m.vocab);
+  return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+}
+
+}  // namespace podsim::strategies

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+
+#include "strategies/job.h"
+#include "strategies/model.h"
+
+namespace podsim::strategies {
+
+// Counting the model: its parameters (whole, and per rank of a stage after
+// TP/PP/EP sharding) and the FLOPs of one step under the conventions reports
+// and papers use.
+
+/// Parameter counts of the whole model (no sharding).
+struct ParamCount {
+  double embedding = 0;         ///< token embedding table
+  double positions = 0;         ///< learned position table (seq_len rows), GPT style
+  double per_layer = 0;         ///< one transformer layer, biases included
+  double per_layer_active = 0;  ///< one layer, only top_k + shared experts counted
+  double per_layer_matmul = 0;  ///< weights of the layer's matrix products
+  double per_layer_biases = 0;  ///< linear and LayerNorm biases of one layer
+  double final_norm = 0;
+  double output = 0;  ///< output layer (0 when tied)
+  double total = 0;
+  double active = 0;  ///< parameters one token uses (MoE)
+  double biases = 0;  ///< all bias parameters (linear + LayerNorm beta)
+  double total_excluding_biases() const { return total - biases; }
+};
+/// `seq_len` sizes the learned position table of GPT-style models.
+ParamCount count_parameters(const ModelShape& model, int64_t seq_len);
+
+/// Parameters one rank of `stage` holds (TP/PP/EP sharded, before ZeRO).
+struct StageParams {
+  double dense = 0;   ///< replicated across the dp*cp group
+  double expert = 0;  ///< replicated across the expert-dp group
+  double total() const { return dense + expert; }
+};
+StageParams stage_parameters(const Job& job, int64_t stage);
+/// Parameters of one layer on one rank (dense part and expert part).
+StageParams layer_parameters(const Job& job);
+/// Parameters of the embedding / head on one rank of their stage.
+StageParams embedding_parameters(const Job& job);
+StageParams head_parameters(const Job& job);
+
+// ---- FLOP conventions -------------------------------------------------------
+
+/// Model FLOPs of one optimizer step, whole job (the report's convention):
+/// the exactly counted matrix-product FLOPs (GEMMs and attention) of the
+/// forward and backward pass (input and weight gradients), without
+/// recomputation, causal attention counted as executed by flash attention
+/// (half the score matrix) whatever kernel runs, output layer included,
+/// embedding lookups, norms, softmax, loss and optimizer excluded.
+double model_flops_per_step(const Job& job);
+/// Hardware FLOPs of one step, whole job: every matrix product executed,
+/// recomputation and flash's backward recompute of scores included.
+double hardware_flops_per_step(const Job& job);
+/// The "6N + 12 l h s" convention (Kaplan/PaLM; the published MFU of most
+/// sources): tokens * (6 N + 12 l (heads*head_dim) s), N the parameters
+/// (embeddings counted when `include_embeddings`), the attention term halved
+/// when `causal_halved`. For MoE, N counts the active parameters.
+double flops_6n_convention(const Job& job, bool include_embeddings, bool causal_halved);
+/// Megatron-LM SC21 eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), which
+/// counts a full-recompute forward (4 passes) and non-causal attention.
+double flops_megatron_sc21(const Job& job);
+
+}  // namespace podsim::strategies

@@ -1,0 +1,196 @@
+#pragma once
+
+// How op lists are built (workload.cc and its pieces; internal to
+// strategies/): the Builder that appends ops with their FLOPs and roles, the
+// arithmetic tallies of memory-bound kernels, and the pieces a layer is made
+// of -- norms, residuals, tensor-parallel linears and activations
+// (layer_pieces.cc), the attention core with its context-parallel
+// communication (attention_ops.cc), the mixture-of-experts block
+// (moe_ops.cc).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strategies/job.h"
+#include "strategies/workload.h"
+
+namespace podsim::strategies::ops {
+
+// Arithmetic per element of the memory-bound kernels. These ops are bound by
+// memory bandwidth on every GPU podsim models (their FLOPs per byte are far
+// below any GPU's ratio), so the counts are rough operation tallies, not
+// calibrated values: LayerNorm mean+variance+scale+shift ~7, RMSNorm ~4,
+// tanh-GeLU ~8, SiLU*up ~5, softmax (max, sub, exp, sum, div) ~5, dropout 2,
+// residual add 1; backward passes about 1.5-2x.
+inline constexpr double kLayerNormFlops = 7, kRmsNormFlops = 4;
+inline constexpr double kGeluFlops = 8, kSwigluFlops = 5, kSoftmaxFlops = 5;
+inline constexpr double kDropoutFlops = 2, kResidualFlops = 1, kRopeFlops = 3;
+inline constexpr double kBackwardFlopsFactor = 2;
+// Adam per parameter: two moment updates (7), bias corrections (2), sqrt,
+// eps, divide (3), update with weight decay (3). Momentum SGD: 4.
+inline constexpr double kAdamFlops = 15, kSgdFlops = 4;
+// Flash attention's backward recomputes the scores: 5 matrix products of the
+// score shape against the forward's 2.
+inline constexpr double kFlashBackwardFactor = 2.5;
+
+inline double d(int64_t v) { return static_cast<double>(v); }
+
+/// Builds op lists; knows the rank shape and the role of what it adds.
+class Builder {
+ public:
+  Builder(const RankShape& r, OpRole role) : r_(r), role_(role) {}
+
+  int32_t size() const { return static_cast<int32_t>(ops_.size()); }
+  std::vector<Op> take() { return std::move(ops_); }
+  std::vector<Op>& ops() { return ops_; }
+  void set_role(OpRole role) { role_ = role; }
+  OpRole role() const { return role_; }
+
+  /// A matrix product; `model_fraction` of its FLOPs count as model FLOPs
+  /// (0.5 for the explicit score/AV products of causal attention).
+  Op& gemm(std::string name, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
+           double model_fraction = 1.0) {
+    Op& op = add(std::move(name), OpKind::kGemm);
+    op.format = r_.gemm_format;
+    op.gemm = {m, n, k, batch};
+    op.flops = 2.0 * d(m) * d(n) * d(k) * d(batch);
+    op.model_flops = model_fraction * op.flops;
+    fix_model_flops(op);
+    return op;
+  }
+  /// A grouped GEMM (`batch` experts) whose shape rounds an average row
+  /// count up; its FLOPs are the exact `flops` of the balanced routing.
+  Op& grouped_gemm(std::string name, int64_t m, int64_t n, int64_t k, int64_t batch, double flops) {
+    Op& op = gemm(std::move(name), m, n, k, batch);
+    op.flops = flops;
+    op.model_flops = flops;
+    fix_model_flops(op);
+    return op;
+  }
+  Op& attention(std::string name, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                bool causal, bool backward) {
+    Op& op = add(std::move(name), OpKind::kAttention);
+    op.format = r_.act_format;
+    op.attention = {r_.b, heads, kv_heads, q_len, kv_len, r_.head_dim, causal, backward, true};
+    const double forward =
+        4.0 * d(r_.b) * d(heads) * d(r_.head_dim) * op.attention.score_elements();
+    op.flops = backward ? kFlashBackwardFactor * forward : forward;
+    op.model_flops = backward ? 2.0 * forward : forward;
+    op.attention_core = true;
+    fix_model_flops(op);
+    return op;
+  }
+  Op& memory(std::string name, double bytes, double flops) {
+    Op& op = add(std::move(name), OpKind::kMemoryBound);
+    op.format = r_.act_format;
+    op.memory = {bytes, flops};
+    op.flops = flops;
+    return op;
+  }
+  /// A collective; returns nullptr (adds nothing) when the group has one rank.
+  Op* collective(std::string name, Dim dim, CollectiveKind kind, double bytes,
+                 int32_t overlap_op = -1) {
+    if (group_size(dim) <= 1) return nullptr;
+    Op& op = add(std::move(name), OpKind::kCollective);
+    op.format = r_.act_format;
+    op.collective = {dim, kind, bytes, overlap_op};
+    return &op;
+  }
+  int64_t group_size(Dim dim) const {
+    switch (dim) {
+      case Dim::kTp:
+        return r_.tp;
+      case Dim::kCp:
+        return r_.cp;
+      case Dim::kEp:
+        return r_.ep;
+      case Dim::kDp:
+      case Dim::kPp:
+        return 1;  // not used inside works: the schedule's comm tasks carry those
+    }
+    return 1;
+  }
+
+ private:
+  Op& add(std::string name, OpKind kind) {
+    Op op;
+    op.name = std::move(name);
+    op.kind = kind;
+    op.role = role_;
+    ops_.push_back(std::move(op));
+    return ops_.back();
+  }
+  void fix_model_flops(Op& op) const {
+    if (role_ == OpRole::kRecompute || role_ == OpRole::kOptimizer) op.model_flops = 0;
+  }
+
+  const RankShape& r_;
+  OpRole role_;
+  std::vector<Op> ops_;
+};
+
+inline double norm_flops(const Job& job) {
+  return job.model.norm == NormKind::kLayerNorm ? kLayerNormFlops : kRmsNormFlops;
+}
+
+/// Pairs a collective (if one was added) with the compute op at `target`
+/// (-1: no overlap). Call before adding the next op: it invalidates pointers.
+inline void pair(Op* collective, int32_t target) {
+  if (collective != nullptr) collective->collective.overlap_op = target;
+}
+
+// ---- Layer pieces (layer_pieces.cc) -------------------------------------------
+
+/// Norm forward; saves its input.
+void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
+/// Norm backward, with the residual-gradient accumulation.
+void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name);
+/// (bias +) dropout + residual add after a block; saves the dropout mask.
+void residual_forward(const RankShape& r, Builder& b, const char* name);
+void residual_backward(const RankShape& r, Builder& b, const char* name);
+/// Input of a column-parallel linear: gathered over TP with SP.
+double column_input_saved(const RankShape& r);
+double full_hidden_bytes(const RankShape& r);
+/// The all-gather before a column-parallel linear (SP), with TP overlap.
+void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
+/// The reduction after a row-parallel linear at index `gemm_index`.
+void tp_reduce_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                       int32_t gemm_index, double bytes);
+/// Backward of a column-parallel linear Y = X W (X: tokens x in, W: in x out):
+/// [re-gather X (SP) || dgrad] [reduce dX || wgrad], as Megatron overlaps them.
+void column_linear_backward(const RankShape& r, Builder& b, const std::string& name, int64_t in,
+                            int64_t out, double model_fraction = 1.0);
+/// Backward of a row-parallel linear Y = X W: gather dY (SP), dgrad, wgrad.
+void row_linear_backward(const RankShape& r, Builder& b, const std::string& name, int64_t in,
+                         int64_t out);
+int64_t mlp_in_columns(const Job& job, int64_t ffn);
+/// Activation forward on rows x ffn; saves its input(s).
+void activation_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                        double rows, int64_t ffn);
+void activation_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                         double rows, int64_t ffn);
+void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                       int64_t ffn);
+void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                        int64_t ffn);
+
+// ---- Attention core (attention_ops.cc) ----------------------------------------
+
+/// The attention core of a layer's forward: scores, softmax and the weighted
+/// sum (flash or explicit), with context-parallel communication (ring,
+/// Ulysses, all-gather).
+void attention_core_forward(const Job& job, const RankShape& r, Builder& b);
+/// Its backward.
+void attention_core_backward(const Job& job, const RankShape& r, Builder& b);
+
+// ---- Mixture of experts (moe_ops.cc) ------------------------------------------
+
+/// Router, all-to-all dispatch, grouped expert GEMMs, combine; shared
+/// experts as a dense MLP beside them.
+void moe_forward(const Job& job, const RankShape& r, Builder& b);
+/// Its backward.
+void moe_backward(const Job& job, const RankShape& r, Builder& b);
+
+}  // namespace podsim::strategies::ops
