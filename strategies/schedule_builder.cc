@@ -1,0 +1,348 @@
+#include "strategies/schedule_builder.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace podsim::strategies::schedule_detail {
+
+Builder::Builder(const Job& job, Scope scope) : job_(job) {
+  s_.job = job;
+  s_.scope = scope;
+  s_.layout = Layout(job.plan);
+  s_.micro_batches = micro_batches(job);
+  p_ = job.plan.pp;
+  v_ = job.plan.virtual_stages;
+  m_ = s_.micro_batches;
+  zb_ = job.plan.schedule == PipelineSchedule::kZeroBubble;
+  zero_ = job.plan.zero;
+  recompute_ = job.plan.recompute.mode != RecomputeMode::kNone;
+  shard_ = shard_group_size(job);
+  grad_group_ = grad_group_size(job);
+  edp_ = expert_dp_size(job);
+  needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
+  per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
+  acts_ = layer_activations(job);
+  const RankShape r = rank_shape(job);
+  transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
+  if (scope == Scope::kEveryRank) {
+    for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
+  } else {
+    for (int64_t st = 0; st < p_; ++st) s_.ranks.push_back(s_.layout.representative(st));
+    std::sort(s_.ranks.begin(), s_.ranks.end());
+  }
+  const std::vector<std::vector<Slot>> orders = pipeline_orders(job);
+  stages_.resize(static_cast<size_t>(p_));
+  for (int64_t st = 0; st < p_; ++st) {
+    Stage& stage = stages_[static_cast<size_t>(st)];
+    for (const ChunkInfo& c : stage_chunks(job, st)) stage.chunks.push_back(plan_chunk(job, c));
+    stage.order = orders[static_cast<size_t>(st)];
+    stage.last_grad_slot.assign(static_cast<size_t>(v_), -1);
+    const SlotKind grad_kind = zb_ ? SlotKind::kBackwardWeight : SlotKind::kBackward;
+    for (size_t i = 0; i < stage.order.size(); ++i) {
+      if (stage.order[i].kind == grad_kind) {
+        stage.last_grad_slot[static_cast<size_t>(stage.order[i].chunk)] = static_cast<int64_t>(i);
+      }
+    }
+  }
+}
+
+Schedule Builder::build() {
+  tables_.resize(s_.ranks.size());
+  // Ranks of one stage have equal task counts, so the largest count seen
+  // so far times the ranks left bounds what is still to come: reserve that
+  // (a doubling vector would hold up to twice the tasks of a 1,000-rank job).
+  size_t most_tasks = 0, most_edges = 0;
+  for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
+    const size_t tasks_before = s_.tasks.size(), edges_before = edges_.size();
+    s_.rank_begin.push_back(static_cast<uint32_t>(tasks_before));
+    build_rank(ri);
+    most_tasks = std::max(most_tasks, s_.tasks.size() - tasks_before);
+    most_edges = std::max(most_edges, edges_.size() - edges_before);
+    const size_t left = s_.ranks.size() - ri - 1;
+    if (s_.tasks.capacity() < s_.tasks.size() + most_tasks * left) {
+      s_.tasks.reserve(s_.tasks.size() + most_tasks * left);
+    }
+    if (edges_.capacity() < edges_.size() + most_edges * left) {
+      edges_.reserve(edges_.size() + most_edges * left);
+    }
+  }
+  s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
+  link_pipeline();
+  finish_deps();
+  return std::move(s_);
+}
+
+int32_t Builder::work(Pass pass, const Piece& piece) {
+  const auto key =
+      std::make_tuple(static_cast<int>(pass), piece.layers(), piece.embedding, piece.head);
+  auto it = work_index_.find(key);
+  if (it != work_index_.end()) return it->second;
+  const auto index = static_cast<int32_t>(s_.works.size());
+  s_.works.push_back(make_work(job_, pass, piece.layers(), piece.embedding, piece.head));
+  work_index_.emplace(key, index);
+  return index;
+}
+
+int32_t Builder::optimizer_work(double params) {
+  auto it = optimizer_index_.find(params);
+  if (it != optimizer_index_.end()) return it->second;
+  const auto index = static_cast<int32_t>(s_.works.size());
+  Work w;
+  w.name = "optimizer";
+  w.segments.push_back({"optimizer", 1, optimizer_ops(job_, params)});
+  s_.works.push_back(std::move(w));
+  optimizer_index_.emplace(params, index);
+  return index;
+}
+
+int32_t Builder::find_group(int64_t rank, GroupKind kind) {
+  std::vector<int64_t> members = s_.layout.group(rank, kind);
+  auto it = group_index_.find(members);
+  if (it != group_index_.end()) return it->second;
+  const auto index = static_cast<int32_t>(s_.groups.size());
+  group_index_.emplace(members, index);
+  s_.groups.push_back({kind, std::move(members)});
+  return index;
+}
+
+void Builder::build_rank(size_t ri) {
+  rank_ = s_.ranks[ri];
+  stage_ = s_.layout.stage(rank_);
+  const Stage& st = stages_[static_cast<size_t>(stage_)];
+  Tables& tb = tables_[ri];
+  const auto slots = static_cast<size_t>(m_ * v_);
+  for (auto* v : {&tb.f_first, &tb.f_last, &tb.send_next, &tb.b_first, &tb.b_last, &tb.send_prev}) {
+    v->assign(slots, kNoTask);
+  }
+  blocking_.clear();
+  consumers_.clear();
+  group_seq_.clear();
+  last_on_stream_.fill(kNoTask);
+  group_cache_.fill(-1);
+  last_compute_ = kNoTask;
+  const int64_t chunks_total = p_ * v_;
+  const bool zero12 = zero_ == 1 || zero_ == 2;
+
+  // ZeRO-1/2 with overlap: the parameter all-gathers of the previous
+  // step's update run at the start of this step, bucket by bucket, and the
+  // first forward of each chunk runs in bucket pieces, each waiting for its
+  // own bucket (Megatron's overlapped param gather).
+  std::vector<std::vector<std::vector<TaskId>>> chunk_gathers(static_cast<size_t>(v_));
+  if (zero12 && job_.options.overlap_dp) {
+    for (const ChunkPlan& c : st.chunks) {
+      auto& per_bucket = chunk_gathers[static_cast<size_t>(c.info.virtual_index)];
+      for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
+        double unused = 0;
+        per_bucket.push_back(param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
+                                          static_cast<int32_t>(c.info.model_chunk), -1, &unused));
+      }
+    }
+  }
+  std::vector<bool> chunk_started(static_cast<size_t>(v_), false);
+
+  for (size_t si = 0; si < st.order.size(); ++si) {
+    const Slot& slot = st.order[si];
+    const ChunkPlan& c = st.chunks[static_cast<size_t>(slot.chunk)];
+    const auto key = static_cast<size_t>(slot.micro_batch * v_ + slot.chunk);
+    const auto mc = static_cast<int32_t>(c.info.model_chunk);
+    const bool last_grad =
+        static_cast<int64_t>(si) == st.last_grad_slot[static_cast<size_t>(slot.chunk)];
+    // Pieces of a gradient-producing slot: buckets when their reduction
+    // overlaps this slot, ZeRO-3 units, or the whole chunk.
+    auto grad_pieces = [&]() -> const std::vector<Piece>* {
+      if (zero_ == 3) return nullptr;  // units, reversed
+      if (!needs_sync_) return nullptr;
+      if (per_mb_sync_) return &c.buckets;
+      if (last_grad && job_.options.overlap_dp) return &c.buckets;
+      return nullptr;
+    };
+    auto reversed_units = [&]() { return std::vector<Piece>(c.units.rbegin(), c.units.rend()); };
+
+    if (slot.kind == SlotKind::kForward) {
+      const auto chunk_index = static_cast<size_t>(slot.chunk);
+      const std::vector<std::vector<TaskId>>& bucket_gathers = chunk_gathers[chunk_index];
+      const bool first_of_chunk = !chunk_started[chunk_index];
+      chunk_started[chunk_index] = true;
+      const bool by_bucket = first_of_chunk && !bucket_gathers.empty();
+      const std::vector<Piece> pieces =
+          zero_ == 3  ? c.units
+          : by_bucket ? std::vector<Piece>(c.buckets.rbegin(), c.buckets.rend())
+                      : std::vector<Piece>{c.whole};
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        const Piece& p = pieces[i];
+        double gathered = 0;
+        std::vector<TaskId> gathers;
+        if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+        if (by_bucket) gathers = bucket_gathers[i];
+        Task t = compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p));
+        t.alloc_bytes = stored(c, p);
+        t.free_bytes = gathered;
+        const TaskId f = add(t);
+        for (TaskId g : gathers) dep(f, g);
+        if (zero_ == 3) consumers_.push_back(f);
+        if (i == 0) tb.f_first[key] = f;
+        tb.f_last[key] = f;
+      }
+      if (c.info.model_chunk < chunks_total - 1) {
+        Task t = comm(Stream::kPpSendNext, CommPurpose::kActivation, CollectiveKind::kSendRecv,
+                      Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
+        t.peer = s_.layout.on_stage(rank_, (stage_ + 1) % p_);
+        const TaskId send = add(t);
+        dep(send, tb.f_last[key]);
+        tb.send_next[key] = send;
+        if (!job_.options.overlap_pp) blocking_.push_back(send);
+      }
+      continue;
+    }
+
+    if (slot.kind == SlotKind::kBackward) {
+      const bool grad_slot = !zb_;
+      const std::vector<Piece>* bucket_pieces = grad_slot ? grad_pieces() : nullptr;
+      const std::vector<Piece> pieces = zero_ == 3      ? reversed_units()
+                                        : bucket_pieces ? *bucket_pieces
+                                                        : std::vector<Piece>{c.whole};
+      TaskId b = kNoTask;
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        const Piece& p = pieces[i];
+        double gathered = 0;
+        std::vector<TaskId> gathers;
+        if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+        TaskId first = kNoTask;
+        if (recompute_) {
+          Task r = compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p));
+          r.alloc_bytes = transient(p);
+          first = add(r);
+          for (TaskId g : gathers) dep(first, g);
+        }
+        Task bt = compute(zb_ ? TaskKind::kBackwardInput : TaskKind::kBackward, slot, c, p,
+                          work(zb_ ? Pass::kBackwardInput : Pass::kBackward, p));
+        const double released = stored(c, p) + transient(p);
+        if (!zb_) {
+          bt.alloc_bytes = per_mb_grad_bytes(p);
+          bt.free_bytes = released;
+        } else if (inputs_recomputed()) {
+          bt.alloc_bytes = weight_inputs(p) + output_grads(p);
+          bt.free_bytes = released;
+        } else {
+          bt.alloc_bytes = output_grads(p);
+          bt.free_bytes = std::max(0.0, released - weight_inputs(p));
+        }
+        bt.free_bytes += gathered;
+        b = add(bt);
+        if (first == kNoTask) {
+          first = b;
+          for (TaskId g : gathers) dep(b, g);
+        }
+        if (zero_ == 3) consumers_.push_back(b);
+        if (i == 0) {
+          tb.b_first[key] = first;
+          dep(first, tb.f_last[key]);  // every forward precedes its backward
+        }
+        if (grad_slot && sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, b);
+      }
+      tb.b_last[key] = b;
+      if (c.info.model_chunk > 0) {
+        Task t = comm(Stream::kPpSendPrev, CommPurpose::kGradient, CollectiveKind::kSendRecv,
+                      Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
+        t.peer = s_.layout.on_stage(rank_, (stage_ - 1 + p_) % p_);
+        const TaskId send = add(t);
+        dep(send, b);
+        tb.send_prev[key] = send;
+        if (!job_.options.overlap_pp) blocking_.push_back(send);
+      }
+      continue;
+    }
+
+    // Zero-bubble W: weight gradients, no weights needed (no gather).
+    const std::vector<Piece>* bucket_pieces = grad_pieces();
+    const std::vector<Piece> pieces = zero_ == 3      ? reversed_units()
+                                      : bucket_pieces ? *bucket_pieces
+                                                      : std::vector<Piece>{c.whole};
+    for (const Piece& p : pieces) {
+      Task wt = compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p));
+      wt.alloc_bytes = per_mb_grad_bytes(p);
+      wt.free_bytes = weight_inputs(p) + output_grads(p);
+      const TaskId w = add(wt);
+      dep(w, tb.b_last[key]);
+      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w);
+    }
+  }
+
+  // Reductions not overlapped with the backward pass run after it.
+  if (needs_sync_ && !per_mb_sync_ && !job_.options.overlap_dp) {
+    for (auto it = st.chunks.rbegin(); it != st.chunks.rend(); ++it) {
+      for (const Piece& p : it->buckets) {
+        grad_sync(p, nullptr, static_cast<int32_t>(it->info.virtual_index),
+                  static_cast<int32_t>(it->info.model_chunk), true, last_compute_);
+      }
+    }
+  }
+  if (job_.model.tied_embeddings && p_ > 1 && (stage_ == 0 || stage_ == p_ - 1)) {
+    const double bytes =
+        d(rank_shape(job_).vocab) * d(job_.model.hidden) * grad_element_bytes(job_);
+    Task t = comm(Stream::kDpReduce, CommPurpose::kEmbeddingSync, CollectiveKind::kAllReduce,
+                  Dim::kPp, group(rank_, GroupKind::kEmbedding), bytes, Piece{}, -1, -1, -1);
+    t.embedding = stage_ == 0;
+    t.head = stage_ == p_ - 1;
+    dep(add(t), last_compute_);
+  }
+  const TaskId reduce_tail = last_on_stream_[static_cast<size_t>(Stream::kDpReduce)];
+  Task o = compute(TaskKind::kOptimizer, Slot{}, st.chunks.front(), Piece{},
+                   optimizer_work(optimizer_parameters(job_, stage_)));
+  o.chunk = o.model_chunk = o.micro_batch = -1;
+  blocking_.clear();
+  const TaskId opt = add(o);
+  dep(opt, reduce_tail);
+  if (zero12 && !job_.options.overlap_dp) {
+    for (const ChunkPlan& c : st.chunks) {
+      for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
+        double unused = 0;
+        for (TaskId g : param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
+                                     static_cast<int32_t>(c.info.model_chunk), -1, &unused)) {
+          dep(g, opt);
+        }
+      }
+    }
+  }
+}
+
+void Builder::link_pipeline() {
+  const int64_t chunks_total = p_ * v_;
+  for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
+    const int64_t rank = s_.ranks[ri];
+    const int64_t stage = s_.layout.stage(rank);
+    for (int64_t mb = 0; mb < m_; ++mb) {
+      for (int64_t c = 0; c < v_; ++c) {
+        const auto key = static_cast<size_t>(mb * v_ + c);
+        const int64_t k = c * p_ + stage;
+        if (k > 0) {
+          const int64_t src_stage = (stage - 1 + p_) % p_;
+          const int64_t src_chunk = stage == 0 ? c - 1 : c;
+          const Tables& src = tables_[source_index(rank, src_stage)];
+          dep(tables_[ri].f_first[key], src.send_next[static_cast<size_t>(mb * v_ + src_chunk)]);
+        }
+        if (k < chunks_total - 1) {
+          const int64_t src_stage = (stage + 1) % p_;
+          const int64_t src_chunk = stage == p_ - 1 ? c + 1 : c;
+          const Tables& src = tables_[source_index(rank, src_stage)];
+          dep(tables_[ri].b_first[key], src.send_prev[static_cast<size_t>(mb * v_ + src_chunk)]);
+        }
+      }
+    }
+  }
+}
+
+void Builder::finish_deps() {
+  std::sort(edges_.begin(), edges_.end());
+  edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
+  s_.deps.reserve(edges_.size());
+  size_t e = 0;
+  for (size_t t = 0; t < s_.tasks.size(); ++t) {
+    s_.tasks[t].dep_begin = static_cast<uint32_t>(s_.deps.size());
+    while (e < edges_.size() && edges_[e].first == t) s_.deps.push_back(edges_[e++].second);
+    s_.tasks[t].dep_count = static_cast<uint32_t>(s_.deps.size()) - s_.tasks[t].dep_begin;
+  }
+}
+
+}  // namespace podsim::strategies::schedule_detail
