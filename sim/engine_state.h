@@ -1,0 +1,106 @@
+#pragma once
+
+// Inside the engine (internal to sim/): its state as structures of arrays.
+// engine.cc builds the activity DAG and answers queries about it;
+// engine_run.cc runs it (the event loop, bandwidth sharing, pools, the
+// deadlock report).
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/event_queue.h"
+#include "sim/flow_network.h"
+
+namespace podsim::sim {
+namespace engine_detail {
+
+inline constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+[[noreturn]] inline void precondition_failed(const std::string& what) {
+  std::fprintf(stderr, "podsim::sim::Engine: precondition violated: %s\n", what.c_str());
+  std::abort();
+}
+
+}  // namespace engine_detail
+
+struct Engine::State {
+  // Activities, structure of arrays (~33 bytes each plus 4 per dependency).
+  std::vector<ActivityKind> kind;
+  std::vector<uint32_t> tag;
+  std::vector<uint32_t> stream;
+  std::vector<int64_t> param;     // delay: duration ps; flow: flow index; join: 0
+  std::vector<uint32_t> pending;  // unfinished dependencies (stream order included)
+  // Only finish times are stored: a delay started at finish - duration, a
+  // join at its finish, a flow at flow_start (which depends on rates).
+  std::vector<int64_t> finish;  // sized at run()
+  // Dependencies: an edge list while building, successor CSR from run() on.
+  std::vector<uint32_t> edge_from;
+  std::vector<uint32_t> edge_to;
+  std::vector<uint32_t> succ_begin;
+  std::vector<uint32_t> succ;
+  // Streams: the last activity added to each (its successor waits for it).
+  std::vector<uint32_t> stream_last;
+  std::vector<std::pair<uint32_t, std::string>> names;
+  // Flows, indexed by flow (FlowNetwork's index).
+  FlowNetwork net;
+  std::vector<uint32_t> flow_activity;
+  std::vector<double> flow_bytes;
+  std::vector<int64_t> flow_latency;
+  std::vector<int64_t> flow_start;   // run-time
+  std::vector<double> remaining;     // bytes left at last_update (run-time)
+  std::vector<int64_t> last_update;  // run-time
+  std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
+  // Pools: pool work (by activity; kNone = a plain delay) and holds.
+  std::vector<uint32_t> pool_of;
+  uint32_t pools = 0;
+  std::vector<uint32_t> hold_from, hold_until, hold_pool;
+  std::vector<double> hold_share;
+  // Run-time: holds by the activity that begins / ends them (CSR), hold
+  // state (0 waiting, 1 held, 2 over), each pool's held share, rate and
+  // running work; per pool work activity its full-rate ps left at
+  // work_update, its live completion seq and its start.
+  std::vector<uint32_t> from_begin, from_list, until_begin, until_list;
+  std::vector<uint8_t> hold_state;
+  std::vector<double> pool_held, pool_rate;
+  std::vector<std::vector<uint32_t>> pool_running;
+  std::vector<double> work_left;
+  std::vector<int64_t> work_update, work_start;
+  std::vector<uint64_t> work_seq;
+  // The run.
+  EventQueue queue;
+  int64_t now = 0;
+  size_t stale = 0;
+  bool ran = false;
+
+  // The state of an engine that has not been moved from.
+  static State& of(const std::unique_ptr<State>& state) {
+    if (!state) [[unlikely]]
+      engine_detail::precondition_failed("use of a moved-from Engine");
+    return *state;
+  }
+
+  uint32_t add_activity(ActivityKind k, int64_t p, StreamId s, uint32_t t);
+  void check_activity(ActivityId id, const char* where) const;
+  void check_not_ran(const char* where) const;
+  void build_successors();
+  void start_activity(uint32_t a);
+  void finish_activity(uint32_t a, RunResult& result);
+  void apply_rates(std::span<const FlowNetwork::RateChange> changes);
+  void build_holds();
+  void schedule_work(uint32_t a);
+  void set_pool_share(uint32_t pool, double delta);
+  void compact_queue();
+  std::string describe(uint32_t a) const;
+  void report_deadlock(RunResult& result) const;
+};
+
+}  // namespace podsim::sim
