@@ -11,7 +11,7 @@ struct StepName {
   std::string_view name;
 };
 
-// The strategies op names (strategies/workload.cc) of a dense Llama-style
+// The strategies op names (the op lists of strategies/workload.h) of a dense Llama-style
 // layer and the optimizer, in ExecStep order.
 constexpr std::array<StepName, 36> kStepNames{{
     {ExecStep::kAttnNorm, "attn_norm"},

@@ -19,7 +19,7 @@ namespace podsim::calibration {
 /// The real kernel step an op runs. Every step reads and writes fixed
 /// tensors of the executor's dense Llama-style layer (execute_layer.cu), so
 /// the ops of a pass form a real forward and backward with real data flow.
-/// Step names equal the strategies op names (strategies/workload.cc).
+/// Step names equal the strategies op names (the op lists of strategies/workload.h).
 enum class ExecStep : uint8_t {
   // forward (and recompute)
   kAttnNorm,

@@ -30,7 +30,7 @@ class PresetLibrary {
   std::shared_ptr<const nlohmann::json> data_;
 };
 
-/// The presets built into the binary (scenarios/presets/*.json, embedded at
+/// The presets built into the binary (scenarios/input/presets/*.json, embedded at
 /// build time). Parsed once; aborts with context if the embedded data is
 /// broken (a build error, caught by the tests).
 const PresetLibrary& builtin_presets();

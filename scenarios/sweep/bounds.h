@@ -14,7 +14,7 @@ namespace podsim::scenarios {
 // whose memory bound exceeds the GPU's capacity cannot fit, and a plan whose
 // step-time bound exceeds a known step time cannot beat it. Each is a
 // relaxation of the simulated step, so it never exceeds the simulated value
-// (tests/scenarios/sweep_bounds_test.cc checks this on many plans).
+// (tests/scenarios/sweep/bounds_test.cc checks this on many plans).
 //
 // Two levels:
 // - quick (no schedule is built): the stage's pipeline order only;

@@ -40,7 +40,7 @@ Result<SweepGpu> sweep_gpu_preset(const std::string& name);
 
 /// The scenario's cluster with `gpus` GPUs (nodes = gpus / gpus_per_node)
 /// and `gpu` (nullopt: the scenario's own). A new GPU brings its NVLink
-/// bandwidth and efficiency where podsim knows them (sweep_hardware.h) and
+/// bandwidth and efficiency where podsim knows them (hardware_facts.h) and
 /// its NVLS flag; the scale-out network, tiers and latencies stay. Problems
 /// under "/sweep/gpus" when the count is not a multiple of gpus_per_node.
 Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,

@@ -1,7 +1,7 @@
 #pragma once
 
 // Model shapes for the strategies tests, which cannot use the scenario
-// reader's presets (scenarios/presets/models.json, the product's single
+// reader's presets (scenarios/input/presets/models.json, the product's single
 // source): the same dimensions, from ../shared/reference/hardware.md
 // section 5, written as code.
 #include <array>

@@ -1,4 +1,4 @@
-// The malformed-scenario corpus (tests/scenarios/malformed/, expectations in
+// The malformed-scenario corpus (tests/scenarios/input/malformed/, expectations in
 // EXPECTED.tsv) through the reader in-process; tests/tools runs the same
 // files through the podsim binary.
 #include <gtest/gtest.h>
