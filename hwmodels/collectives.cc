@@ -40,26 +40,29 @@ constexpr int kSimple = static_cast<int>(Protocol::kSimple);
 
 // Busiest link time and the cross-domain path latency of each phase.
 void measure(const Fabric& f, Skeleton& sk) {
-  std::vector<double> load(f.link_count(), 0.0);
-  std::vector<uint32_t> touched;
+  // A phase touches a few links of what may be a 24,000-GPU fabric: its
+  // loads are (link, bytes) pairs summed per link in transfer order, not a
+  // vector over every link (that memset was most of a plan's cost).
+  std::vector<std::pair<uint32_t, double>> loads;
   for (SkelPhase& ph : sk.phases) {
-    touched.clear();
+    loads.clear();
     ph.max_link_time_s = 0;
     ph.inter_latency_s = 0;
     for (const auto& [key, count] : ph.bytes) {
       const auto& [src, dst, bytes] = key;
       const FabricPath p = f.path(src, dst);
-      for (uint32_t l : p.links) {
-        if (load[l] == 0.0) touched.push_back(l);
-        load[l] += bytes * count;
-      }
+      for (uint32_t l : p.links) loads.emplace_back(l, bytes * count);
       if (src != kInNetwork && dst != kInNetwork && f.domain_of(src) != f.domain_of(dst)) {
         ph.inter_latency_s = std::max(ph.inter_latency_s, p.latency_s);
       }
     }
-    for (uint32_t l : touched) {
-      ph.max_link_time_s = std::max(ph.max_link_time_s, load[l] / f.link(l).capacity_bytes_per_s);
-      load[l] = 0.0;
+    std::stable_sort(loads.begin(), loads.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < loads.size();) {
+      const uint32_t link = loads[i].first;
+      double load = 0;
+      for (; i < loads.size() && loads[i].first == link; ++i) load += loads[i].second;
+      ph.max_link_time_s = std::max(ph.max_link_time_s, load / f.link(link).capacity_bytes_per_s);
     }
   }
 }
