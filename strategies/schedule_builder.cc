@@ -334,15 +334,31 @@ void Builder::link_pipeline() {
 }
 
 void Builder::finish_deps() {
-  std::sort(edges_.begin(), edges_.end());
-  edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
-  s_.deps.reserve(edges_.size());
-  size_t e = 0;
-  for (size_t t = 0; t < s_.tasks.size(); ++t) {
-    s_.tasks[t].dep_begin = static_cast<uint32_t>(s_.deps.size());
-    while (e < edges_.size() && edges_[e].first == t) s_.deps.push_back(edges_[e++].second);
-    s_.tasks[t].dep_count = static_cast<uint32_t>(s_.deps.size()) - s_.tasks[t].dep_begin;
+  // Each task's dependencies ascending and without repeats: a counting sort
+  // of the edges by task, then each task's few sorted in place (sorting all
+  // the edges at once was a fifth of an every-rank build).
+  const size_t n = s_.tasks.size();
+  std::vector<uint32_t> begin(n + 1, 0);
+  for (const auto& edge : edges_) ++begin[edge.first + 1];
+  for (size_t t = 0; t < n; ++t) begin[t + 1] += begin[t];
+  s_.deps.resize(edges_.size());
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& [after, before] : edges_) s_.deps[fill[after]++] = before;
   }
+  edges_ = {};
+  uint32_t kept = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const auto first = s_.deps.begin() + begin[t];
+    std::sort(first, s_.deps.begin() + begin[t + 1]);
+    const auto last = std::unique(first, s_.deps.begin() + begin[t + 1]);
+    s_.tasks[t].dep_begin = kept;
+    // Compaction: `kept` never passes begin[t], so this copies downwards.
+    for (auto it = first; it != last; ++it) s_.deps[kept++] = *it;
+    s_.tasks[t].dep_count = kept - s_.tasks[t].dep_begin;
+  }
+  s_.deps.resize(kept);
+  s_.deps.shrink_to_fit();
 }
 
 }  // namespace podsim::strategies::schedule_detail
