@@ -49,28 +49,41 @@ Builder::Builder(const Job& job, Scope scope) : job_(job) {
 
 Schedule Builder::build() {
   tables_.resize(s_.ranks.size());
-  // Ranks of one stage have equal task counts, so the largest count seen
-  // so far times the ranks left bounds what is still to come: reserve that
-  // (a doubling vector would hold up to twice the tasks of a 1,000-rank job).
-  size_t most_tasks = 0, most_edges = 0;
+  reserve_every_rank();
   for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
-    const size_t tasks_before = s_.tasks.size(), edges_before = edges_.size();
-    s_.rank_begin.push_back(static_cast<uint32_t>(tasks_before));
+    s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
     build_rank(ri);
-    most_tasks = std::max(most_tasks, s_.tasks.size() - tasks_before);
-    most_edges = std::max(most_edges, edges_.size() - edges_before);
-    const size_t left = s_.ranks.size() - ri - 1;
-    if (s_.tasks.capacity() < s_.tasks.size() + most_tasks * left) {
-      s_.tasks.reserve(s_.tasks.size() + most_tasks * left);
-    }
-    if (edges_.capacity() < edges_.size() + most_edges * left) {
-      edges_.reserve(edges_.size() + most_edges * left);
-    }
   }
   s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
   link_pipeline();
   finish_deps();
   return std::move(s_);
+}
+
+void Builder::reserve_every_rank() {
+  // Every rank of a stage has its representative's tasks and edges: count
+  // them on the representatives and reserve exactly. (Reserving the largest
+  // count seen so far for every rank left held up to twice the tasks a job
+  // with unequal stages needs, and a doubling vector as many.)
+  if (s_.scope != Scope::kEveryRank) return;
+  Builder reps(job_, Scope::kRepresentatives);
+  reps.tables_.resize(reps.s_.ranks.size());
+  std::vector<size_t> tasks(static_cast<size_t>(p_), 0), edges(static_cast<size_t>(p_), 0);
+  for (size_t ri = 0; ri < reps.s_.ranks.size(); ++ri) {
+    const size_t tasks_before = reps.s_.tasks.size(), edges_before = reps.edges_.size();
+    reps.build_rank(ri);
+    tasks[static_cast<size_t>(reps.stage_)] = reps.s_.tasks.size() - tasks_before;
+    edges[static_cast<size_t>(reps.stage_)] = reps.edges_.size() - edges_before;
+  }
+  const auto ranks_per_stage = static_cast<size_t>(s_.layout.world() / p_);
+  const auto pipeline_links = static_cast<size_t>(2 * m_ * v_);  // link_pipeline, per rank
+  size_t all_tasks = 0, all_edges = 0;
+  for (size_t st = 0; st < tasks.size(); ++st) {
+    all_tasks += ranks_per_stage * tasks[st];
+    all_edges += ranks_per_stage * (edges[st] + pipeline_links);
+  }
+  s_.tasks.reserve(all_tasks);
+  edges_.reserve(all_edges);
 }
 
 int32_t Builder::work(Pass pass, const Piece& piece) {
