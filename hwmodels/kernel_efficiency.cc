@@ -146,8 +146,104 @@ constexpr GemmAnchor kMi300xAnchors[] = {{NumberFormat::kBf16, 668.4, 0},
                                          {NumberFormat::kFp16, 668.4, 0},
                                          {NumberFormat::kFp8, 1159.2, 8192, 0, 0, kS}};
 
+// Blackwell Ultra B300 (1000 W, as B200): bf16 and fp8 MAMF [S03] are
+// bursts; sustained = MAMF x 0.853, the throughput B200 keeps once its clock
+// settles at the power limit (1965 -> ~1580 MHz, 1450 -> 1237 TFLOP/s of
+// back-to-back FlashAttention-4 kernels at ~1000 W [N22]).
+constexpr GemmAnchor kB300Anchors[] = {{NumberFormat::kBf16, 1769.0, 0},
+                                       {NumberFormat::kFp16, 1769.0, 0},
+                                       {NumberFormat::kFp8, 3353.3, 0},
+                                       {NumberFormat::kBf16, 1769.0 * 0.853, 0, 0, 0, kS},
+                                       {NumberFormat::kFp16, 1769.0 * 0.853, 0, 0, 0, kS},
+                                       {NumberFormat::kFp8, 3353.3 * 0.853, 0, 0, 0, kS}};
+// GB300 (1400 W): no matmul measurement. GB200's MAMF (1822 bf16, 3615.6 fp8
+// [S03], 1200 W) x 0.853 (sustained, as B200 [N22]) x (1400/1200)^0.48, the
+// power-limit model of docs/hardware.md: clock ~ power^a with a between 1/3
+// (DVFS, P ~ f^3) and 0.63 (MI300X 750 W -> MI325X 1000 W: 1207 -> 1447 MHz
+// sustained [N11]), the middle 0.48; 1674 TFLOP/s bf16 (1636-1713 over a).
+constexpr double kGb300OverGb200Power = 1.0769;  // (1400/1200)^0.48
+constexpr GemmAnchor kGb300PowerModel[] = {
+    {NumberFormat::kBf16, 1822.0 * 0.853 * kGb300OverGb200Power, 0, 0, 0, kS},
+    {NumberFormat::kFp16, 1822.0 * 0.853 * kGb300OverGb200Power, 0, 0, 0, kS},
+    {NumberFormat::kFp8, 3615.6 * 0.853 * kGb300OverGb200Power, 0, 0, 0, kS}};
+// MI355X bf16 MAMF 1565 TFLOP/s, 12288x8192x8192 best shape, 100 timed
+// iterations after 50 warm-up, ~0.15 s of work [S03]: near-sustained (on
+// MI300X the shorter MAMF run gave 668 against AMD's 1 s sustained 708 [N11],
+// so AMD's MAMF shows no burst inflation).
+constexpr GemmAnchor kMi355xAnchors[] = {{NumberFormat::kBf16, 1565.0, 12288, 8192, 8192, kS},
+                                         {NumberFormat::kFp16, 1565.0, 12288, 8192, 8192, kS}};
+// TPUs (docs/hardware.md): jax matmul bf16 8192^3 on v6e, device-trace time
+// 827.5 TFLOP/s [N09]; TPU7x gemm_multiple_run bf16 per TensorCore (half a
+// chip, both run at once) 950.1 at 16384^3 and 956.4 at 32768^3 (~73 ms per
+// call) [N09], i.e. 1900.2 and 1912.8 per chip. TPUs are not known to boost
+// above the clock their peak is quoted at, so these are the sustained rate.
+// No v5p matmul benchmark is published: the geometric mean of the v6e and
+// TPU7x fractions (0.901, 0.829) = 0.864 of its 459 TFLOP/s is assumed.
+// MI350X: the MI355X silicon at 1000 W instead of 1400 (the 2200 MHz cap
+// does not bind): no measurement, so MI355X's 1565 x (1000/1400)^0.48 =
+// 1332 TFLOP/s, the power-limit model of docs/hardware.md (clock ~ power^a,
+// a between 1/3 (DVFS, P ~ f^3) and 0.63 (MI300X 750 W -> MI325X 1000 W,
+// 1207 -> 1447 MHz sustained [N11]); the middle, 0.48).
+constexpr GemmAnchor kMi350xPowerModel[] = {{NumberFormat::kBf16, 1332.0, 0, 0, 0, kS},
+                                            {NumberFormat::kFp16, 1332.0, 0, 0, 0, kS}};
+constexpr GemmAnchor kTpuV6eMatmul[] = {{NumberFormat::kBf16, 827.5, 8192, 0, 0, kS}};
+constexpr GemmAnchor kTpu7xMatmul[] = {{NumberFormat::kBf16, 1900.2, 16384, 0, 0, kS},
+                                       {NumberFormat::kBf16, 1912.8, 32768, 0, 0, kS}};
+constexpr GemmAnchor kTpuV5pAssumed[] = {{NumberFormat::kBf16, 396.6, 0, 0, 0, kS}};
+
 // Achievable HBM fraction = STREAM triad / datasheet bandwidth [S27][S28].
 const GpuDefaults kTable[] = {
+    {"TPU7X",
+     "TPU7x: bf16 matmul 1900.2 / 1912.8 TFLOP/s per chip at 16384^3 / 32768^3 (two TensorCores "
+     "at once) [N09]; fp8 the bf16 fraction (assumed); MXU tile 256x256; HBM 85% generic (the "
+     "benchmark's 7.38 TB/s roofline is a model constant, not a measurement)",
+     kTpu7xMatmul,
+     {},
+     0,
+     0,
+     0.85,
+     256,
+     256},
+    {"TPU-V6E",
+     "TPU v6e: bf16 matmul 827.5 TFLOP/s at 8192^3 (device trace) [N09]; fp8 the bf16 fraction "
+     "(assumed); MXU tile 256x256; HBM copy 1359.6 of 1638 GB/s at 32 MiB [N09]",
+     kTpuV6eMatmul,
+     {},
+     0,
+     0,
+     1359.6 / 1638.0,
+     256,
+     256},
+    {"TPU-V5P",
+     "TPU v5p: no matmul benchmark published: bf16 plateau 0.864 of 459 TFLOP/s assumed (the "
+     "geometric mean of the measured v6e and TPU7x fractions) [N09]; MaxText measures 328 "
+     "TFLOP/s per chip end to end (71.5% MFU) [N08], a lower bound; MXU tile 128x128; HBM 85% "
+     "generic",
+     kTpuV5pAssumed,
+     {},
+     0,
+     0,
+     0.85,
+     128,
+     128},
+    {"GB300",
+     "GB300: no matmul measurement published; GB200's bf16/fp8 MAMF [S03] x 0.853 (sustained, "
+     "as B200 [N22]) x (1400/1200)^0.48, the power-limit model (docs/hardware.md): 1674 TFLOP/s "
+     "bf16; HBM fraction assumed as B200",
+     kGb300PowerModel,
+     {},
+     0,
+     0,
+     0.844},
+    {"B300",
+     "B300: bf16 MAMF 1769 TFLOP/s (78.6%), fp8 MAMF 3353.3 [S03] (burst) x 0.853, B200's "
+     "measured sustained/burst throughput at 1000 W [N22]: 1509 / 2860; HBM fraction assumed as "
+     "B200",
+     kB300Anchors,
+     {},
+     0,
+     0,
+     0.844},
     {"GB200",
      "GB200: bf16 MAMF 1822 TFLOP/s (72.9%) and fp8 MAMF 3615.6 (72.3%) [S03] (burst: no "
      "sustained measurement); HBM fraction assumed as B200",
@@ -169,6 +265,11 @@ const GpuDefaults kTable[] = {
      "from the power-limited 10240^3 points); fp8 cuBLASLt sweep 2048^3..32768^3 and "
      "6144x12288x12288 after 10,000 warm-up calls [S27]; triad 4.15 of 4.8 TB/s [S27]",
      kGh100Matmul, kH200Fp8, 0.65, 0.50, 4.15 / 4.8},
+    {"H800",
+     "H800 SXM: the H100 SXM die at the same 700 W (docs/hardware.md), so H100's anchors: "
+     "torch.matmul bf16/fp16/tf32/fp32 sweeps [S32][S33], plateau from the power-limited 10240^3 "
+     "points; fp8 cuBLASLt sweep [S27]; FlashAttention-3 as H100; triad as H100 [S27]",
+     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35},
     {"H100",
      "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 sweeps 2048^3..10240^3 "
      "[S32][S33], plateau from the power-limited 10240^3 points (sustained); fp8 cuBLASLt sweep "
@@ -188,6 +289,23 @@ const GpuDefaults kTable[] = {
      1.70 / 2.039,
      128,
      128},
+    {"MI355X",
+     "MI355X: bf16 MAMF 1565 TFLOP/s (62.2%) at 12288x8192x8192 [S03], near-sustained (see the "
+     "anchor); fp8 the bf16 fraction (assumed); HBM fraction assumed as MI300X [S28]",
+     kMi355xAnchors,
+     {},
+     0,
+     0,
+     4.09 / 5.3},
+    {"MI350X",
+     "MI350X: MI355X's sustained bf16 1565 TFLOP/s scaled to 1000 W by the power-limit model: "
+     "1332 (range 1266-1399 for a in [1/3, 0.63]) (docs/hardware.md); fp8 the bf16 fraction "
+     "(assumed); HBM fraction assumed as MI300X [S28]",
+     kMi350xPowerModel,
+     {},
+     0,
+     0,
+     4.09 / 5.3},
     {"MI325X",
      "MI325X: bf16 MAMF 784.9 TFLOP/s (60.4%) [S03] (burst); fp8 assumed as MI300X (same peak, "
      "1159.2 at 8192^3 [S28]); HBM fraction as MI300X [S28]",

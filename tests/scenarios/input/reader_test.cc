@@ -554,6 +554,31 @@ TEST(Reader, HostileInputsFailCleanly) {
   }
 }
 
+TEST(Reader, TorusAndMeshKeys) {
+  nlohmann::json scenario = base_scenario();
+  scenario["cluster"] = {{"base", "tpu-v6e-pod"}, {"nodes", 16}, {"slices", 2}};
+  scenario["parallelism"] = {{"dp", 64}, {"zero", 3}};
+  const ScenarioSpec spec = read_ok(scenario);
+  EXPECT_EQ(spec.cluster.slices, 2);
+  EXPECT_EQ(spec.cluster.scale_up.domain, 0);  // a torus domain is its slice
+  EXPECT_EQ(spec.cluster.scale_up_domain(), 32);
+  EXPECT_EQ(spec.cluster.scale_up.torus.max_shape, (std::vector<int>{16, 16}));
+  EXPECT_EQ(spec.cluster.scale_up.torus.wrap_length, 16);
+  EXPECT_FALSE(spec.cluster.scale_up.torus.wrap_needs_all_axes);
+
+  scenario["cluster"]["scale_up"] = {{"torus", {{"shape", "8x4"}}}};
+  EXPECT_EQ(read_ok(scenario).cluster.scale_up.torus.shape, (std::vector<int>{8, 4}));
+  for (const char* bad : {"8x", "8x4x2x1", "0x32", "ax4", "8 x 4"}) {
+    scenario["cluster"]["scale_up"] = {{"torus", {{"shape", bad}}}};
+    const Result<ScenarioSpec> r = read(scenario);
+    EXPECT_TRUE(has_problem(r.problems(), "/cluster/scale_up/torus/shape", "16x16x24")) << bad;
+  }
+  scenario["cluster"] = {{"base", "mi300x-8x"}, {"nodes", 8}, {"scale_up", {{"topology", "ring"}}}};
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/cluster/scale_up/topology", "mesh"));
+  scenario["cluster"]["scale_up"] = {{"topology", "mesh"}};
+  EXPECT_EQ(read_ok(scenario).cluster.scale_up.topology, hwmodels::ScaleUpTopology::kMesh);
+}
+
 TEST(Reader, ClusterAlone) {
   const Result<hwmodels::ClusterSpec> meta = read_cluster_json(json("llama3-24k"));
   ASSERT_TRUE(meta.ok()) << problems_text(meta.problems());
