@@ -15,17 +15,24 @@
 // both rings' data: twice the time, as the scaling-book says of v5e/v6e
 // slices without wrap-around ("It typically doubles the time").
 //
-// Every line of a box along one axis carries the same traffic on links of
-// its own, so only the lines through the box's first member are built (the
-// torus' own symmetry, as the step simulation's images are the plan's): the
-// collective's time is theirs, and its flows stay a few per axis position
-// instead of one per chip and link. A group that is not a box runs one
-// bidirectional ring in chip order, routed dimension by dimension.
+// A group need not be a whole box: the axes along which it is a product (each
+// member's copies at every position the group has on that axis are members
+// too; the 6,144-chip v5p slice's FSDP groups of 48 are the two halves of x
+// times 24 chips folded over y and z) get their rings as above, and what is
+// left, the members at the first position of those axes, is one more ring in
+// chip order, routed dimension by dimension. A box is the case where nothing
+// is left; a group with no such axis is one ring.
+//
+// Every line along a separable axis, and every copy of the leftover ring,
+// carries the same traffic on links of its own, so only the ones through the
+// group's first member are built (the torus' own symmetry, as the step
+// simulation's images are the plan's): the collective's time is theirs, and
+// its flows stay a few per position instead of one per chip and link.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
-#include <optional>
+#include <set>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -35,29 +42,60 @@
 namespace podsim::hwmodels::collective_detail {
 namespace {
 
-struct Box {
-  std::array<std::vector<int>, 3> positions;  // sorted, per axis
-  std::array<int, 3> origin{0, 0, 0};         // the first member's coordinates
+// The group as rings: one per separable axis (the line through the first
+// member along it) and one over what is left.
+struct Rings {
+  std::vector<std::vector<int64_t>> rings;  // chips in ring order
+  std::vector<int> axis;                    // the torus axis of each ring; -1: the leftover
 };
 
-std::optional<Box> box_of(const TorusGrid& grid, int64_t base, std::span<const int64_t> members) {
-  Box box;
-  for (const int64_t g : members) {
-    const std::array<int, 3> c = grid.coords(g - base);
-    for (int a = 0; a < grid.dims(); ++a) box.positions[static_cast<size_t>(a)].push_back(c[a]);
-  }
-  int64_t product = 1;
+Rings rings_of(const TorusGrid& grid, int64_t base, std::span<const int64_t> members) {
+  std::set<std::array<int, 3>> at;
+  for (const int64_t g : members) at.insert(grid.coords(g - base));
+  // The axes along which the group is a product, with their positions.
+  std::vector<std::pair<int, std::set<int>>> separable;
   for (int a = 0; a < grid.dims(); ++a) {
-    auto& p = box.positions[static_cast<size_t>(a)];
-    std::sort(p.begin(), p.end());
-    p.erase(std::unique(p.begin(), p.end()), p.end());
-    product *= static_cast<int64_t>(p.size());
-    box.origin[static_cast<size_t>(a)] = p.front();
+    const auto ax = static_cast<size_t>(a);
+    std::set<int> positions;
+    for (const std::array<int, 3>& c : at) positions.insert(c[ax]);
+    if (positions.size() < 2) continue;
+    const bool product = std::all_of(at.begin(), at.end(), [&](const std::array<int, 3>& c) {
+      return std::all_of(positions.begin(), positions.end(), [&](int p) {
+        std::array<int, 3> copy = c;
+        copy[ax] = p;
+        return at.contains(copy);
+      });
+    });
+    if (product) separable.emplace_back(a, std::move(positions));
   }
-  // Members are distinct and each lies in the product of the positions, so
-  // as many members as combinations means every combination is a member.
-  if (product != static_cast<int64_t>(members.size())) return std::nullopt;
-  return box;
+  // A member at the first position of every separable axis: the origin of
+  // the lines and of the leftover ring.
+  std::array<int, 3> origin = *at.begin();
+  for (const auto& [a, positions] : separable) origin[static_cast<size_t>(a)] = *positions.begin();
+  Rings out;
+  for (const auto& [a, positions] : separable) {
+    std::vector<int64_t> line;
+    std::array<int, 3> c = origin;
+    for (const int p : positions) {
+      c[static_cast<size_t>(a)] = p;
+      line.push_back(base + grid.chip(c));
+    }
+    out.rings.push_back(std::move(line));
+    out.axis.push_back(a);
+  }
+  std::vector<int64_t> left;
+  for (const std::array<int, 3>& c : at) {
+    const bool at_origin = std::all_of(separable.begin(), separable.end(), [&](const auto& s) {
+      return c[static_cast<size_t>(s.first)] == origin[static_cast<size_t>(s.first)];
+    });
+    if (at_origin) left.push_back(base + grid.chip(c));
+  }
+  if (left.size() > 1) {
+    std::sort(left.begin(), left.end());
+    out.rings.push_back(std::move(left));
+    out.axis.push_back(-1);
+  }
+  return out;
 }
 
 // Bytes each ring step moves per edge and direction, over the data D of the
@@ -91,56 +129,33 @@ double add_torus_collective(const Fabric& f, std::span<const int64_t> members, C
   // All-reduce = reduce-scatter + all-gather over the same rings: twice the
   // bytes and the steps.
   const double passes = op == CollectiveOp::kAllReduce ? 2.0 : 1.0;
+  const Rings r = rings_of(grid, base, members);
+  const auto k = static_cast<int>(r.rings.size());
   Loads load;
+  for (int p = 0; p < k; ++p) {
+    double data = S / k;
+    for (int j = 0; j < k; ++j) {
+      const auto i = static_cast<size_t>((p + j) % k);
+      const auto n = static_cast<double>(r.rings[i].size());
+      add_bidirectional_ring(r.rings[i], passes * half_ring_edge(n, data), load);
+      data /= n;
+    }
+  }
+  // Latency: one part's steps, ring after ring. A ring round a whole wrapped
+  // axis needs ceil(n/2) steps each way; any other ring n - 1; a step is as
+  // many hops as its farthest neighbours are apart.
   double hops = 0;
-  if (const std::optional<Box> box = box_of(grid, base, members)) {
-    std::vector<int> axes;  // the box's axes with more than one position
-    for (int a = 0; a < grid.dims(); ++a) {
-      if (box->positions[static_cast<size_t>(a)].size() > 1) axes.push_back(a);
-    }
-    const auto k = static_cast<int>(axes.size());
-    // The line through the origin along each axis, in ring order.
-    std::vector<std::vector<int64_t>> lines;
-    for (const int a : axes) {
-      std::vector<int64_t> line;
-      std::array<int, 3> c = box->origin;
-      for (const int pos : box->positions[static_cast<size_t>(a)]) {
-        c[static_cast<size_t>(a)] = pos;
-        line.push_back(base + grid.chip(c));
-      }
-      lines.push_back(std::move(line));
-    }
-    for (int p = 0; p < k; ++p) {
-      double data = S / k;
-      for (int j = 0; j < k; ++j) {
-        const auto i = static_cast<size_t>((p + j) % k);
-        const auto n = static_cast<double>(lines[i].size());
-        add_bidirectional_ring(lines[i], passes * half_ring_edge(n, data), load);
-        data /= n;
-      }
-    }
-    // Latency: one part's steps, axis after axis. A ring round a whole
-    // wrapped axis needs ceil(n/2) steps each way; on a line, n - 1; a step
-    // is as many hops as the positions are apart.
-    for (size_t i = 0; i < axes.size(); ++i) {
-      const auto a = static_cast<size_t>(axes[i]);
-      const std::vector<int>& pos = box->positions[a];
-      const auto n = static_cast<int>(pos.size());
-      int stride = 1;
-      for (size_t q = 1; q < pos.size(); ++q) stride = std::max(stride, pos[q] - pos[q - 1]);
-      const bool closed = grid.wraps[a] && n == grid.shape[a];
-      hops += passes * (closed ? (n + 1) / 2 : n - 1) * stride;
-    }
-  } else {
-    std::vector<int64_t> ring(members.begin(), members.end());
-    std::sort(ring.begin(), ring.end());
-    const auto n = static_cast<double>(ring.size());
-    add_bidirectional_ring(ring, passes * half_ring_edge(n, S), load);
+  for (size_t i = 0; i < r.rings.size(); ++i) {
+    const std::vector<int64_t>& ring = r.rings[i];
+    const auto n = static_cast<int>(ring.size());
     int longest = 1;
-    for (size_t i = 0; i < ring.size(); ++i) {
-      longest = std::max(longest, grid.hops(ring[i] - base, ring[(i + 1) % ring.size()] - base));
+    for (size_t q = 0; q + 1 < ring.size(); ++q) {
+      longest = std::max(longest, grid.hops(ring[q] - base, ring[q + 1] - base));
     }
-    hops = passes * (n - 1) * longest;
+    const int a = r.axis[i];
+    const bool closed =
+        a >= 0 && grid.wraps[static_cast<size_t>(a)] && n == grid.shape[static_cast<size_t>(a)];
+    hops += passes * (closed ? (n + 1) / 2 : n - 1) * longest;
   }
   // One flow per chip pair: the parts' traffic between the same two chips
   // takes the same route, so it is summed into one transfer.

@@ -184,6 +184,30 @@ TEST(TorusAllGather, HalfTheAllReduceAndAGroupOffTheGridStillRuns) {
   EXPECT_EQ(kernel_sms(cube, x, p), 0);  // DMA engines, not the matrix units
 }
 
+TEST(TorusAllGather, AProductGroupRunsItsSeparableAxisApart) {
+  // 6,144-chip v5p slice (16x16x24), TP 8 innermost: an FSDP group of 48 is
+  // x in {0, 8} times 24 chips folded over y and z (y 0..15 at z 0, y 0..7 at
+  // z 1): a ring along x and one ring over the 24, not one ring of 48.
+  const Fabric f = Fabric::build(tpu_v5p(1536));
+  ASSERT_EQ(f.torus().shape, (std::vector<int>{16, 16, 24}));
+  std::vector<int64_t> group;
+  for (int64_t j = 0; j < 48; ++j) group.push_back(8 * j);
+  const double S = 1e9;
+  const CollectiveResult r = predict_collective(f, CollectiveOp::kAllGather, group, S);
+  // Flows: both directions of the 2-ring along x and of the 24-ring.
+  EXPECT_EQ(r.plan.flow_count(), 2u + 2 * 24);
+  // Part 1 starts on the 24-ring (S/2), part 0 reaches it after x (S/4). The
+  // 24 do not close round a wrapped axis, so the ring's last hop runs back
+  // along the z = 1 row: those links carry both directions' shares (a line):
+  // 2 x 23/24 x (S/2 + S/4) / 2 / link = 23/24 x 3/4 x S / link. The x ring
+  // (S/4 + S/96 over 8 hops of its own) finishes first. One ring over all 48
+  // on a line would take 2 x 47/48 x S / 2 / link.
+  const double link = 100e9;
+  const double expect = 23.0 / 24 * 3 / 4 * S / link;
+  EXPECT_NEAR(r.time_s - r.plan.phases[0].latency_s, expect, 1e-6 * expect);
+  EXPECT_LT(expect, 47.0 / 48 * S / link);
+}
+
 // Acceptance: a full-mesh all-to-all uses every link once.
 TEST(MeshAllToAll, UsesEveryLinkOnce) {
   const Fabric f = Fabric::build(mi300x_mesh(1));
