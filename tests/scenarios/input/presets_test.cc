@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hwmodels/gpu_model.h"
+#include "hwmodels/kernel_efficiency.h"
 #include "tests/scenarios/input/reader_test_util.h"
 
 namespace podsim::scenarios {
@@ -115,6 +115,41 @@ TEST(Presets, GpuNumbersMatchTheReference) {
   EXPECT_NEAR(mi300x.peak(sim::NumberFormat::kBf16) / (mi300x.sms * mi300x.clock_hz), 2048, 2);
 }
 
+TEST(Presets, NoGpuSustainsMoreThanItsPeakRatioToTheH100) {
+  // The sustained bf16 GEMM rate (plateau x peak) of every GPU preset against
+  // the H100's, whose plateau comes from its own power-limited measurement:
+  // the GPU with the higher peak never comes out ahead by more than the
+  // ratio of the peaks (burst benchmarks of newer GPUs would).
+  auto gpu_of = [](const std::string& name) {
+    return with_cluster({{"base", "dgx-h100-superpod"}, {"nodes", 1}, {"gpu", name}}).cluster.gpu;
+  };
+  auto rate = [](const hwmodels::GpuSpec& g) {
+    return hwmodels::default_kernel_efficiency(g).plateau(sim::NumberFormat::kBf16) *
+           g.peak(sim::NumberFormat::kBf16);
+  };
+  const hwmodels::GpuSpec h100 = gpu_of("h100-sxm-80g");
+  for (const std::string& name : builtin_presets().names("gpus")) {
+    // TPUs keep more of their peak than H100, as measured (v6e 90%, TPU7x
+    // 83% at 73 ms per call [N09]): a TPU's peak is not a boost clock its
+    // power limit cannot hold (docs/hardware.md says why they are exempt).
+    if (name.rfind("tpu", 0) == 0) continue;
+    const hwmodels::GpuSpec g = gpu_of(name);
+    const double peak_ratio =
+        g.peak(sim::NumberFormat::kBf16) / h100.peak(sim::NumberFormat::kBf16);
+    const double rate_ratio = rate(g) / rate(h100);
+    if (peak_ratio >= 1) {
+      EXPECT_LE(rate_ratio, peak_ratio + 1e-9) << name;
+    } else {
+      EXPECT_LE(1 / rate_ratio, 1 / peak_ratio + 1e-9) << name;
+    }
+  }
+  // B200 against H100: 2.0-2.26x per GPU at the same precision in NVIDIA's
+  // MLPerf and Megatron-Bridge numbers (hardware.md section 7), not 2.39x.
+  const double b200 = rate(gpu_of("b200")) / rate(h100);
+  EXPECT_GT(b200, 1.9);
+  EXPECT_LT(b200, 2.2);
+}
+
 TEST(Presets, ClusterTopologiesMatchTheReference) {
   // hardware.md 4.1: 24,576 GPUs, 2 servers per rack, 3,072 GPUs per pod, 1:7 above pods.
   const hwmodels::ClusterSpec meta = with_cluster("llama3-24k").cluster;
@@ -200,39 +235,6 @@ TEST(Presets, ScaleUpTopologiesOfTheNewClusters) {
   const hwmodels::ClusterSpec ds = with_cluster("deepseek-h800-cluster").cluster;
   EXPECT_EQ(ds.total_gpus(), 2048);
   EXPECT_NEAR(ds.scale_up.bw_bytes_per_s * ds.scale_up.efficiency, 160e9, 1e6);
-}
-
-// Issue 19: no GPU newer than H100 sustains a larger multiple of H100's
-// bf16 GEMM rate than its peak is of H100's (their plateaus come from the
-// power limit, not from bursts). A100 and the TPUs are measured to keep more
-// of their peak than H100 (A100 256.5 of 312 TFLOP/s after 10,000 warm-up
-// calls [S27]; docs/hardware.md says why that is physical and kept).
-TEST(Presets, NoNewerGpuSustainsMoreOfH100ThanItsPeakRatio) {
-  const auto gpu = [](const std::string& name) {
-    nlohmann::json scenario = base_scenario();
-    scenario["cluster"]["gpu"] = name;
-    return read_ok(scenario).cluster.gpu;
-  };
-  // H100's power-limited anchor shape, large enough for tiles and waves not to matter.
-  const auto sustained = [](const hwmodels::GpuSpec& g) {
-    const hwmodels::GpuModel model(g);
-    const double flops = 2.0 * 10240 * 10240 * 10240;
-    return flops / model.gemm_time(10240, 10240, 10240, 1, sim::NumberFormat::kBf16).time_s;
-  };
-  const hwmodels::GpuSpec h100 = gpu("h100-sxm-80g");
-  const double h100_rate = sustained(h100);
-  EXPECT_NEAR(h100_rate / 1e12, 719.7, 0.5);  // [S32], the anchor itself
-  for (const std::string& name : builtin_presets().names("gpus")) {
-    // b200 and gb200 keep their burst MAMF plateaus until the sustained ones
-    // of the software-stack issue (12, item 2) land.
-    if (name.rfind("tpu", 0) == 0 || name == "a100-sxm-80g" || name == "b200" || name == "gb200") {
-      continue;
-    }
-    const hwmodels::GpuSpec g = gpu(name);
-    const double peak_ratio =
-        g.peak(sim::NumberFormat::kBf16) / h100.peak(sim::NumberFormat::kBf16);
-    EXPECT_LE(sustained(g) / h100_rate, peak_ratio * (1 + 1e-9)) << name;
-  }
 }
 
 TEST(Presets, PricesAreMarkedForWhatTheyAre) {
