@@ -174,9 +174,10 @@ KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format)
   const double batch = static_cast<double>(shape.batch);
   const double flops = 2.0 * m * n * k * batch;
   // A, B read once and C written once: the minimum traffic; a well-tiled GEMM
-  // re-reads operands from L2, not HBM. fp8 GEMMs write a 16-bit C
-  // (Transformer Engine / cuBLASLt outputs bf16), others C in their format.
-  const double out_bytes = format == sim::NumberFormat::kFp8 ? 2.0 : element_bytes(format);
+  // re-reads operands from L2, not HBM. 8-bit GEMMs write a 16-bit C (fp8:
+  // Transformer Engine / cuBLASLt output bf16; int8: AQT dequantizes the
+  // int32 accumulator to bf16), others C in their format.
+  const double out_bytes = element_bytes(format) < 2.0 ? 2.0 : element_bytes(format);
   const double bytes = ((m * k + k * n) * element_bytes(format) + m * n * out_bytes) * batch;
   const double bandwidth = gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction;
   return finish(flops, bytes, peak, eff.total() * power_factor_, bandwidth, params_.mem_latency_s);

@@ -98,11 +98,10 @@ void SpecBuilder::build_model(strategies::ModelShape& m) {
 void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
   g.name = text("/cluster/gpu/name").value_or(preset_name("/cluster/gpu"));
   g.source = text("/cluster/gpu/source").value_or("");
-  const std::pair<const char*, sim::NumberFormat> formats[] = {{"fp32", sim::NumberFormat::kFp32},
-                                                               {"tf32", sim::NumberFormat::kTf32},
-                                                               {"bf16", sim::NumberFormat::kBf16},
-                                                               {"fp16", sim::NumberFormat::kFp16},
-                                                               {"fp8", sim::NumberFormat::kFp8}};
+  const std::pair<const char*, sim::NumberFormat> formats[] = {
+      {"fp32", sim::NumberFormat::kFp32}, {"tf32", sim::NumberFormat::kTf32},
+      {"bf16", sim::NumberFormat::kBf16}, {"fp16", sim::NumberFormat::kFp16},
+      {"fp8", sim::NumberFormat::kFp8},   {"int8", sim::NumberFormat::kInt8}};
   for (const auto& [key, format] : formats) {
     g.peak_flops_per_s[static_cast<size_t>(format)] =
         number(std::string("/cluster/gpu/peak_flops/") + key).value_or(0);
@@ -262,6 +261,8 @@ void SpecBuilder::build_training(strategies::TrainingSetup& t) {
     t.precision = sim::NumberFormat::kFp8;
   } else if (precision_ == "fp32") {
     t.precision = sim::NumberFormat::kFp32;
+  } else if (precision_ == "int8") {
+    t.precision = sim::NumberFormat::kInt8;
   } else {
     t.precision = sim::NumberFormat::kBf16;
   }

@@ -61,6 +61,16 @@ TEST(Reader, BaseScenarioAndDefaults) {
   EXPECT_TRUE(s.warnings.empty());
 }
 
+TEST(Reader, Int8TrainingUsesTheChipsInt8Rate) {
+  json scenario = base_scenario();
+  scenario["cluster"]["gpu"] = "tpu-v6e";
+  scenario["training"]["precision"] = "int8";
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.training.precision, sim::NumberFormat::kInt8);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak(sim::NumberFormat::kInt8), 1836e12);  // 2x bf16 [N03]
+  EXPECT_EQ(sim::to_string(s.training.precision), "int8");
+}
+
 TEST(Reader, NestedOverridesMergeKeyByKey) {
   json scenario = base_scenario();
   scenario["cluster"] = {{"base", "dgx-h100-superpod"}, {"scale_out", {{"nics_per_node", 4}}}};
@@ -420,6 +430,12 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
          s["training"]["precision"] = "fp8";
        },
        "/cluster/gpu/peak_flops/fp8", "no fp8 rate"},
+      {"int8 on a GPU without an int8 rate",
+       [](json& s) {
+         s["cluster"]["gpu"] = "b300";
+         s["training"]["precision"] = "int8";
+       },
+       "/cluster/gpu/peak_flops/int8", "no int8 rate"},
       {"tier order",
        [](json& s) {
          s["cluster"]["scale_out"] = {
