@@ -16,6 +16,7 @@
 #include "hwmodels/fabric.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
@@ -216,8 +217,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
     return *b;
   };
-  auto job_of = [&](const SweepCandidate& c) {
-    strategies::Job job{scenario.model, scenario.training, c.plan, scenario.options};
+  auto candidate_job = [&](const SweepCandidate& c) {
+    strategies::Job job = job_of(scenario, c.plan);
     job.training.micro_batch = c.micro_batch;
     return job;
   };
@@ -230,7 +231,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const size_t i = mine[j];
       const SweepCandidate& c = out.candidates[i];
       const PlanBounds::Bounds b =
-          bounds_or_none([&]() { return bounder(worker, c.target).quick(job_of(c)); });
+          bounds_or_none([&]() { return bounder(worker, c.target).quick(candidate_job(c)); });
       PlanScreen& s = out.screens[i];
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit;
@@ -379,7 +380,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       };
       if (k < to_refine.size()) {
         const PlanBounds::Bounds b =
-            bounds_or_none([&]() { return bounder(worker, c.target).refined(job_of(c)); });
+            bounds_or_none([&]() { return bounder(worker, c.target).refined(candidate_job(c)); });
         spent.refine_s += item_seconds();
         ++spent.refined;
         PlanScreen& s = out.screens[i];
