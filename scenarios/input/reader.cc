@@ -30,6 +30,7 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_training(spec.training);
   build_plan(spec.plan);
   build_options(spec);
+  build_run(spec);
   check_job(spec);
   spec.warnings = std::move(warnings_);
   return spec;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "scenarios/input/run_spec.h"
 #include "strategies/model.h"
 #include "strategies/plan.h"
 
@@ -27,6 +28,12 @@ struct ScenarioSpec {
   strategies::ParallelPlan plan;
   strategies::ScheduleOptions options;
   SimulationMode mode = SimulationMode::kSymmetric;
+  /// What the cluster's parts fail at and where checkpoints go (for the
+  /// run above the step; the step never reads them).
+  ReliabilitySpec reliability;
+  StorageSpec storage;
+  /// The whole run: token budget, checkpoints, restarts, stragglers.
+  RunSpec run;
   /// Remarks of the reader that do not stop the run (uneven pipeline stages,
   /// tp spanning scale-up domains, ...); the report should carry them.
   std::vector<std::string> warnings;

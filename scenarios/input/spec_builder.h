@@ -120,6 +120,8 @@ class SpecBuilder {
   void build_training(strategies::TrainingSetup& t);
   void build_plan(strategies::ParallelPlan& p);
   void build_options(ScenarioSpec& s);
+  // The run-level keys (run_reader.cc): reliability, storage, the run.
+  void build_run(ScenarioSpec& s);
 
   // --- cross-field checks (reader_checks.cc) ---------------------------------
   void check_job(ScenarioSpec& s);
