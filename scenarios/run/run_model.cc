@@ -18,10 +18,25 @@ constexpr double kDay_s = 86400;
 // 3.3.1), in proportion to the nodes.
 constexpr double kStorageWritePerNode_bytes_per_s = 2e12 / 3072;
 
-std::vector<FailureClass> failure_classes(const ReliabilitySpec& r, double gpus, double nodes,
-                                          double nics) {
-  const auto of = [](const char* name, const char* part, double parts, double per_1000_days) {
-    return FailureClass{name, part, parts, parts * per_1000_days / 1000};
+/// The parts of the job failures are counted on.
+struct JobParts {
+  int64_t gpus = 0, nodes = 0, nics = 0;
+};
+
+JobParts job_parts(const ScenarioSpec& spec) {
+  JobParts p;
+  p.gpus = spec.gpus;
+  const int64_t per_node = std::max(1, spec.cluster.gpus_per_node);
+  p.nodes = (spec.gpus + per_node - 1) / per_node;
+  p.nics = p.nodes * spec.cluster.scale_out.nics_per_node;
+  return p;
+}
+
+std::vector<FailureClass> failure_classes(const ReliabilitySpec& r, const JobParts& parts) {
+  const auto gpus = static_cast<double>(parts.gpus), nodes = static_cast<double>(parts.nodes),
+             nics = static_cast<double>(parts.nics);
+  const auto of = [](const char* name, const char* part, double count, double per_1000_days) {
+    return FailureClass{name, part, count, count * per_1000_days / 1000};
   };
   return {
       of("gpu", "GPU", gpus, r.gpu_per_1000_gpu_days),
@@ -36,21 +51,41 @@ std::vector<FailureClass> failure_classes(const ReliabilitySpec& r, double gpus,
   };
 }
 
-CheckpointCost checkpoint_cost(const ScenarioSpec& spec) {
-  const double cluster_nodes = spec.cluster.nodes;
+double per_day(const std::vector<FailureClass>& classes) {
+  double sum = 0;
+  for (const FailureClass& f : classes) sum += f.per_day;
+  return sum;
+}
+
+int64_t steps_to_train(const ScenarioSpec& spec, double tokens) {
+  const double tokens_per_step =
+      static_cast<double>(spec.training.global_batch) * static_cast<double>(spec.training.seq_len);
+  return static_cast<int64_t>(std::ceil(tokens / tokens_per_step));
+}
+
+/// The most state one GPU of the plan holds: its weights and optimizer
+/// states as the plan shards them (gradients are not saved).
+double fullest_gpu_state_bytes(const ScenarioSpec& spec) {
   const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
-  CheckpointCost c;
-  // Gradients are not saved; the bf16 (or fp32) weights and the optimizer's
-  // states are, each once however the plan replicates them.
-  c.bytes = strategies::count_parameters(spec.model, spec.training.seq_len).total *
-            (strategies::weight_element_bytes(job) + strategies::optimizer_bytes_per_param(job));
+  double bytes = 0;
   for (int64_t stage = 0; stage < spec.plan.pp; ++stage) {
     const strategies::StaticMemory m = strategies::static_memory(job, stage);
-    c.bytes_per_gpu = std::max(c.bytes_per_gpu, m.weights + m.optimizer);
+    bytes = std::max(bytes, m.weights + m.optimizer);
   }
+  return bytes;
+}
+
+CheckpointCost checkpoint_cost(const ScenarioSpec& spec, double bytes_per_gpu) {
+  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  CheckpointCost c;
+  // The bf16 (or fp32) weights and the optimizer's states, each written
+  // once however the plan replicates them.
+  c.bytes = strategies::count_parameters(spec.model, spec.training.seq_len).total *
+            (strategies::weight_element_bytes(job) + strategies::optimizer_bytes_per_param(job));
+  c.bytes_per_gpu = bytes_per_gpu;
   const StorageSpec& s = spec.storage;
-  c.write_bytes_per_s =
-      s.write_bytes_per_s.value_or(kStorageWritePerNode_bytes_per_s * cluster_nodes);
+  c.write_bytes_per_s = s.write_bytes_per_s.value_or(kStorageWritePerNode_bytes_per_s *
+                                                     static_cast<double>(spec.cluster.nodes));
   c.read_bytes_per_s = s.read_bytes_per_s.value_or(c.write_bytes_per_s);
   const double copy_s = c.bytes_per_gpu / s.host_copy_bytes_per_s;
   const double write_s = c.bytes / c.write_bytes_per_s;
@@ -100,20 +135,19 @@ RunModel run_model(const ScenarioSpec& spec, double tokens, double step_time_s,
   m.tokens = tokens;
   m.tokens_per_step =
       static_cast<double>(spec.training.global_batch) * static_cast<double>(spec.training.seq_len);
-  m.gpus = spec.gpus;
-  const int64_t per_node = std::max(1, spec.cluster.gpus_per_node);
-  m.nodes = (spec.gpus + per_node - 1) / per_node;
-  m.nics = m.nodes * spec.cluster.scale_out.nics_per_node;
-  m.failures = failure_classes(spec.reliability, static_cast<double>(m.gpus),
-                               static_cast<double>(m.nodes), static_cast<double>(m.nics));
-  for (const FailureClass& f : m.failures) m.interruptions_per_day += f.per_day;
+  const JobParts parts = job_parts(spec);
+  m.gpus = parts.gpus;
+  m.nodes = parts.nodes;
+  m.nics = parts.nics;
+  m.failures = failure_classes(spec.reliability, parts);
+  m.interruptions_per_day = per_day(m.failures);
 
-  m.checkpoint = checkpoint_cost(spec);
+  m.checkpoint = checkpoint_cost(spec, fullest_gpu_state_bytes(spec));
   m.save_mode = run.save_mode;
   m.restart_s = run.restart_overhead_s + run.requeue_s + m.checkpoint.load_s;
 
   RunInputs& in = m.inputs;
-  in.steps = static_cast<int64_t>(std::ceil(tokens / m.tokens_per_step));
+  in.steps = steps_to_train(spec, tokens);
   in.step_time_s = step_time_s;
   in.save_stall_s = m.checkpoint.stall_s;
   in.persist_s = m.checkpoint.persist_s;
@@ -147,19 +181,16 @@ RunModel run_model(const ScenarioSpec& spec, double tokens, double step_time_s,
   return m;
 }
 
-}  // namespace podsim::scenarios
-
-namespace podsim::scenarios {
-
-double expected_wall_lower_bound_s(const ScenarioSpec& spec, double tokens, double step_time_s) {
-  // The model of any plan with this step time: what it shares with every
-  // other plan of the target is exactly what the bound keeps.
-  const RunModel m = run_model(spec, tokens, step_time_s, step_time_s);
-  const CheckpointCost& c = m.checkpoint;
-  const double restart_s =
-      spec.run.restart_overhead_s + spec.run.requeue_s + c.bytes / c.read_bytes_per_s;
-  const double rate = m.inputs.interruption_rate_per_s;
-  return std::exp(rate * restart_s) * (m.inputs.work_s() - c.persist_s);
+TrainTimeBound train_time_bound(const ScenarioSpec& spec, double tokens) {
+  // Only what every plan of the target shares: the interruption rate, the
+  // restart with the checkpoint's read (no GPU's copy), the write.
+  const CheckpointCost c = checkpoint_cost(spec, 0);
+  const double rate = per_day(failure_classes(spec.reliability, job_parts(spec))) / kDay_s;
+  TrainTimeBound b;
+  b.restart_factor = std::exp(rate * (spec.run.restart_overhead_s + spec.run.requeue_s + c.load_s));
+  b.steps = static_cast<double>(steps_to_train(spec, tokens));
+  b.persist_s = c.persist_s;
+  return b;
 }
 
 }  // namespace podsim::scenarios

@@ -57,11 +57,17 @@ RunModel run_model(const ScenarioSpec& spec, double tokens, double step_time_s,
 
 /// A lower bound on expected_wall_s(run_model(p, tokens, t, t').inputs) for
 /// every plan p of `spec`'s model and training on its cluster and GPU count
-/// whose step takes t >= step_time_s (and t' >= t): e^(l R) (W - P), where l
-/// is the job's interruption rate, R the restart without the GPU's copy, W
-/// the failure-free time and P the write of an asynchronous save, none of
-/// which the plan changes (every segment's expected cost is at least its
-/// length times e^(l (R + P)), run_sampler.h). For sweeps that skip plans.
-double expected_wall_lower_bound_s(const ScenarioSpec& spec, double tokens, double step_time_s);
+/// whose step takes t (t' >= t): e^(l R) (steps t - P), where l is the job's
+/// interruption rate, R its restart without the GPU's copy and P the write
+/// of an asynchronous save, none of which the plan changes (every segment's
+/// expected cost is at least its length times e^(l (R + P)), run_sampler.h).
+/// For sweeps that skip plans.
+struct TrainTimeBound {
+  double restart_factor = 1;  ///< e^(l R)
+  double steps = 0;
+  double persist_s = 0;
+  double at(double step_time_s) const { return restart_factor * (steps * step_time_s - persist_s); }
+};
+TrainTimeBound train_time_bound(const ScenarioSpec& spec, double tokens);
 
 }  // namespace podsim::scenarios
