@@ -108,6 +108,20 @@ RunSample sample_run(const RunInputs& in, uint64_t seed, uint64_t index) {
   double commit_at = kNever;
   Work safe, pending_work, current;
   double next_failure = rate > 0 ? failures.exponential(rate) : kNever;
+  // The pending save (the segment before `seg`) becomes the one to roll back to.
+  auto commit = [&]() {
+    safe += pending_work;
+    pending_work = Work{};
+    committed = seg - 1;
+    pending = false;
+  };
+  // A save's stall ended at t: it commits when its write does (at once if
+  // the write was in the stall).
+  auto saved = [&]() {
+    if (in.persist_s <= 0) return commit();
+    pending = true;
+    commit_at = t + in.persist_s;
+  };
 
   while (true) {
     const double speed_factor = stragglers.slowed() ? factor : 1.0;
@@ -128,25 +142,17 @@ RunSample sample_run(const RunInputs& in, uint64_t seed, uint64_t index) {
         seg += cycles;
         t += static_cast<double>(cycles) * cycle;
         out.checkpoint_s += static_cast<double>(cycles) * in.save_stall_s;
-        if (in.persist_s > 0) {
-          pending = true;
-          commit_at = t + in.persist_s;
-        } else {
-          safe += pending_work;
-          pending_work = Work{};
-          committed = seg - 1;
-          pending = false;
-        }
+        saved();
         phase_left = seg_work(seg);
         continue;
       }
     }
     const double phase_end = t + phase_left * (phase == Phase::kWork ? speed_factor : 1.0);
     const double change = stragglers.next_change();
-    const double commit = pending ? commit_at : kNever;
-    const double next = std::min({next_failure, commit, phase_end, change});
+    const double commit_time = pending ? commit_at : kNever;
+    const double next = std::min({next_failure, commit_time, phase_end, change});
     const double dt = next - t;
-    const bool phase_ends = next == phase_end && next != next_failure && next != commit;
+    const bool phase_ends = next == phase_end && next != next_failure && next != commit_time;
     switch (phase) {
       case Phase::kWork: {
         const double nominal = phase_ends ? phase_left : std::min(phase_left, dt / speed_factor);
@@ -176,11 +182,8 @@ RunSample sample_run(const RunInputs& in, uint64_t seed, uint64_t index) {
       phase = Phase::kRestart;
       phase_left = in.restart_s;
       next_failure = t + failures.exponential(rate);
-    } else if (next == commit) {
-      safe += pending_work;
-      pending_work = Work{};
-      committed = seg - 1;
-      pending = false;
+    } else if (next == commit_time) {
+      commit();
     } else if (phase_ends) {
       if (phase == Phase::kRestart) {
         phase = Phase::kWork;
@@ -198,14 +201,7 @@ RunSample sample_run(const RunInputs& in, uint64_t seed, uint64_t index) {
         ++seg;
         phase = Phase::kWork;
         phase_left = seg_work(seg);
-        if (in.persist_s > 0) {
-          pending = true;
-          commit_at = t + in.persist_s;
-        } else {
-          safe += pending_work;
-          pending_work = Work{};
-          committed = seg - 1;
-        }
+        saved();
       }
     }
   }
