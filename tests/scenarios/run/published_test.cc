@@ -4,6 +4,10 @@
 // validation/goodput/ (published.json).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "scenarios/input/reader.h"
@@ -60,6 +64,34 @@ TEST(PublishedRuns, BloomGpuFailuresPerWeek) {
   const double per_week = 7 * per_day(r, {"gpu", "hbm", "sdc"});
   EXPECT_GE(per_week, 1.0);
   EXPECT_LE(per_week, 2.0);
+}
+
+// Every scenario of the folder reads and has a budget, and every one the
+// figures file names is there (tools/goodput-report runs them all).
+TEST(PublishedRuns, EveryFigureHasItsScenario) {
+  const std::filesystem::path folder =
+      std::filesystem::path(PODSIM_SOURCE_DIR) / "validation" / "goodput";
+  std::set<std::string> scenarios;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".json" || name == "published.json") continue;
+    Result<ScenarioSpec> spec = read_scenario_file(entry.path().string());
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.problems().front().to_string();
+    EXPECT_TRUE(spec.value().run.tokens.has_value()) << name;
+    scenarios.insert(name);
+  }
+  std::ifstream in(folder / "published.json");
+  const nlohmann::json figures = nlohmann::json::parse(in);
+  size_t named = 0;
+  for (const char* group : {"figures", "gpu_hours"}) {
+    for (const nlohmann::json& figure : figures[group]) {
+      for (const nlohmann::json& name : figure["scenarios"]) {
+        EXPECT_TRUE(scenarios.contains(name.get<std::string>())) << name;
+        ++named;
+      }
+    }
+  }
+  EXPECT_GE(named, 12u);
 }
 
 }  // namespace
