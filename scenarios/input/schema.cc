@@ -272,6 +272,20 @@ constexpr KeyDecl kScenarioKeys[] = {
   choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
          "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
 
+  // Stragglers in the step (scenarios/step/, docs/goodput.md).
+  object("/degraded", kOptional,
+         "parts slower than their datasheet in the simulated step; the step is then simulated "
+         "with every rank (extension)"),
+  object("/degraded/gpu", kOptional, "one GPU whose compute runs slowly (throttling)"),
+  integer("/degraded/gpu/rank", kRequired, "", 0, 1e9, "the slow GPU's rank in the job"),
+  number("/degraded/gpu/slowdown", kRequired, "", 1, 1000, false,
+         "how many times as long its compute kernels take"),
+  object("/degraded/nic", kOptional, "one NIC below its rate (a degraded link)"),
+  integer("/degraded/nic/rank", kRequired, "", 0, 1e9,
+          "the rank whose NIC it is (the NIC its GPU sends and receives through)"),
+  number("/degraded/nic/rate_fraction", kRequired, "", 0, 1, true,
+         "the fraction of its rate the NIC keeps, both directions"),
+
   // The whole run (scenarios/run/, docs/goodput.md).
   object("/run", kOptional,
          "the whole training run: token budget, checkpoints, restarts, stragglers (extension)"),

@@ -17,6 +17,19 @@ enum class SimulationMode : uint8_t {
   kEveryRank,  ///< every GPU simulated on its own
 };
 
+/// Parts of the job running below their datasheet in the simulated step
+/// (/degraded): a GPU whose compute kernels take `gpu_slowdown` times as
+/// long (thermal or power throttling), a NIC that keeps `nic_rate_fraction`
+/// of its rate. Either breaks the symmetry of the ranks, so the step is
+/// simulated with every rank. Rank -1: none.
+struct DegradedParts {
+  int64_t slow_gpu_rank = -1;
+  double gpu_slowdown = 1;
+  int64_t slow_nic_rank = -1;  ///< the NIC this GPU sends and receives through
+  double nic_rate_fraction = 1;
+  bool any() const { return slow_gpu_rank >= 0 || slow_nic_rank >= 0; }
+};
+
 /// A scenario after reading and checking: typed, units resolved, presets
 /// expanded. Everything downstream works from this, never from JSON.
 struct ScenarioSpec {
@@ -28,6 +41,7 @@ struct ScenarioSpec {
   strategies::ParallelPlan plan;
   strategies::ScheduleOptions options;
   SimulationMode mode = SimulationMode::kSymmetric;
+  DegradedParts degraded;
   /// What the cluster's parts fail at and where checkpoints go (for the
   /// run above the step; the step never reads them).
   ReliabilitySpec reliability;

@@ -122,6 +122,8 @@ class SpecBuilder {
   void build_options(ScenarioSpec& s);
   // The run-level keys (run_reader.cc): reliability, storage, the run.
   void build_run(ScenarioSpec& s);
+  // Slow parts in the step (/degraded), after the job's GPU count is known.
+  void build_degraded(ScenarioSpec& s);
 
   // --- cross-field checks (reader_checks.cc) ---------------------------------
   void check_job(ScenarioSpec& s);
