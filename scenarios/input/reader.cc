@@ -43,9 +43,10 @@ void SpecBuilder::build_degraded(ScenarioSpec& s) {
     const std::optional<int64_t> r = integer(path);
     if (!r) return -1;
     if (s.gpus > 0 && *r >= s.gpus) {
-      problem(path, "rank " + std::to_string(*r) + " is not in the job (" +
-                        std::to_string(s.gpus) + " GPUs)",
-              "give a rank from 0 to " + std::to_string(s.gpus - 1));
+      problem(
+          path,
+          "rank " + std::to_string(*r) + " is not in the job (" + std::to_string(s.gpus) + " GPUs)",
+          "give a rank from 0 to " + std::to_string(s.gpus - 1));
       return -1;
     }
     return *r;

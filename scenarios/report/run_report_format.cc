@@ -149,7 +149,8 @@ std::string format_run_report_text(const RunReport& r) {
          c.interval_rule + "); a restart takes " + format_seconds(m.restart_s) +
          " with the load (" + format_seconds(c.load_s) + ")\n";
   out += "Stragglers: a step takes x" + fixed_number(m.inputs.straggler_step_factor, 3) +
-         " with one slow GPU, present " + format_percent(m.straggler_present) + " of the time\n";
+         " with one slow GPU (simulated on the last stage), present " +
+         format_percent(m.straggler_present) + " of the time\n";
   return out;
 }
 

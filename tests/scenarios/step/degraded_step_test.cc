@@ -61,8 +61,8 @@ TEST(DegradedStep, AStragglerSlowsASynchronousDataParallelStepByItsSchedule) {
 
 TEST(DegradedStep, ASlowdownOfOneChangesNothing) {
   const Report healthy = simulate_json(data_parallel(4, 1, ""));
-  const Report one = simulate_json(
-      data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 0, "slowdown": 1}})"));
+  const Report one =
+      simulate_json(data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 0, "slowdown": 1}})"));
   EXPECT_EQ(healthy.simulation_mode, "symmetric");
   EXPECT_DOUBLE_EQ(one.step_time_s, healthy.step_time_s);
 }
@@ -80,8 +80,8 @@ TEST(DegradedStep, ASlowNicSlowsTheDataParallelSyncThatCrossesIt) {
 }
 
 TEST(DegradedStep, ARankOutsideTheJobIsAnErrorNamingItsPath) {
-  Result<ScenarioSpec> spec =
-      read_scenario_text(data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 4, "slowdown": 2}})"));
+  Result<ScenarioSpec> spec = read_scenario_text(
+      data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 4, "slowdown": 2}})"));
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.problems().front().path, "/degraded/gpu/rank");
 }
