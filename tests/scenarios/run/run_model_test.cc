@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "scenarios/input/reader.h"
 #include "scenarios/run/checkpoint_interval.h"
 #include "scenarios/run/run_report.h"
+#include "scenarios/run/simulate_run.h"
+#include "scenarios/step/simulate.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -156,6 +159,55 @@ TEST(RunModel, StragglersArrivePerNodeAndSlowTheirStep) {
   EXPECT_DOUBLE_EQ(m.inputs.straggler_mean_s, 7200);
   EXPECT_DOUBLE_EQ(m.inputs.straggler_rate_per_s, 16 * 0.01 / 7200);
   EXPECT_DOUBLE_EQ(m.straggler_present, -std::expm1(-0.16));
+}
+
+// The run's straggler step comes from the step simulated with one slow GPU
+// (scenarios/step/, /degraded), not from a factor applied to the step.
+
+/// Pure data parallelism on 4 H100, the all-reduce after the backward pass,
+/// `extra` keys added.
+ScenarioSpec small_data_parallel(const std::string& extra) {
+  return read_ok(R"({"model": {"layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
+                               "vocab": 32000},
+                     "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
+                     "training": {"seq_len": 2048, "global_batch": 8},
+                     "parallelism": {"dp": 4}, "options": {"overlap": {"dp": false}})" +
+                 extra + "}");
+}
+
+/// The step of `spec` and its run of 1e9 tokens.
+std::pair<Report, Result<RunReport>> step_and_run(const ScenarioSpec& spec) {
+  const Result<Report> step = simulate(spec);
+  EXPECT_TRUE(step.ok());
+  return {step.value(), simulate_run(spec, step.value(), 1e9)};
+}
+
+// One GPU at 1.5x: the synchronous step takes 1.5 x (compute + optimizer) +
+// all-reduce (tests/scenarios/step/degraded_step_test.cc), so the step
+// factor is that over the healthy step, less than 1.5 because the
+// all-reduce does not slow down.
+TEST(StragglerStep, TheRunsStragglerStepIsTheSimulatedDegradedStep) {
+  const auto [step, run] = step_and_run(small_data_parallel(
+      R"(, "run": {"tokens": 1e9, "samples": 3, "stragglers": {"gpu_slowdown": 1.5}})"));
+  ASSERT_TRUE(run.ok());
+  const Breakdown& b = step.breakdown;
+  const double slow_step = 1.5 * (b.compute + b.optimizer) + b.exposed_comm.dp;
+  EXPECT_NEAR(run.value().model.inputs.straggler_step_factor, slow_step / step.step_time_s, 1e-6);
+  EXPECT_LT(run.value().model.inputs.straggler_step_factor, 1.5);
+}
+
+TEST(StragglerStep, NoStragglersGiveFactorOne) {
+  const auto [step, run] = step_and_run(small_data_parallel(
+      R"(, "run": {"tokens": 1e9, "samples": 3, "stragglers": {"node_fraction": 0}})"));
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run.value().model.inputs.straggler_step_factor, 1.0);
+}
+
+TEST(StragglerStep, ARunOfAScenarioWithASlowGpuAndEpisodesIsAnError) {
+  const auto [step, run] = step_and_run(small_data_parallel(
+      R"(, "degraded": {"gpu": {"rank": 1, "slowdown": 2}}, "run": {"tokens": 1e9})"));
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.problems().front().path, "/degraded/gpu");
 }
 
 }  // namespace
