@@ -59,6 +59,59 @@ TEST(DegradedStep, AStragglerSlowsASynchronousDataParallelStepByItsSchedule) {
   }
 }
 
+// Tensor parallelism over 2 GPUs: every layer's collectives wait for both
+// members, so the healthy rank computes at the slow one's pace: the step is
+// the same whichever rank is slow, and the compute of rank 0 (the one the
+// breakdown reports on ties) doubles when rank 1 is 2x slow, but for the SM
+// contention of the backward's reductions overlapped with the weight
+// gradients (Megatron), which lasts as long as the reductions do. The
+// reductions not overlapped take what they took.
+TEST(DegradedStep, TensorParallelPeersWaitForTheSlowRankEveryLayer) {
+  auto tensor_parallel = [](const std::string& extra) {
+    return R"({"model": {"layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
+                         "vocab": 32000},
+               "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
+               "training": {"seq_len": 2048, "global_batch": 2},
+               "parallelism": {"tp": 2})" +
+           extra + "}";
+  };
+  const Report healthy = simulate_json(tensor_parallel(""));
+  const Report slow0 =
+      simulate_json(tensor_parallel(R"(, "degraded": {"gpu": {"rank": 0, "slowdown": 2}})"));
+  const Report slow1 =
+      simulate_json(tensor_parallel(R"(, "degraded": {"gpu": {"rank": 1, "slowdown": 2}})"));
+  EXPECT_DOUBLE_EQ(slow0.step_time_s, slow1.step_time_s);
+  const Breakdown& h = healthy.breakdown;
+  EXPECT_LE(slow1.breakdown.compute, 2 * h.compute);
+  EXPECT_GT(slow1.breakdown.compute, 1.95 * h.compute);
+  EXPECT_DOUBLE_EQ(slow1.breakdown.exposed_comm.tp, h.exposed_comm.tp);
+  EXPECT_GT(slow1.step_time_s, 1.9 * healthy.step_time_s);
+
+  // Op by op: each forward and backward of the healthy rank 0 lasts exactly
+  // as long as the same task of the slow rank 1.
+  Result<ScenarioSpec> spec =
+      read_scenario_text(tensor_parallel(R"(, "degraded": {"gpu": {"rank": 1, "slowdown": 2}})"));
+  ASSERT_TRUE(spec.ok());
+  Result<StepDetail> detail = simulate_detailed(spec.value());
+  ASSERT_TRUE(detail.ok());
+  const strategies::Schedule& schedule = detail.value().schedule;
+  const StepTimeline& timeline = detail.value().timeline;
+  ASSERT_EQ(schedule.ranks.size(), 2u);
+  auto duration = [&](uint32_t id) {
+    return (timeline.tasks[id].end - timeline.tasks[id].start).seconds();
+  };
+  int compared = 0;
+  for (uint32_t id = schedule.rank_begin[0]; id < schedule.rank_begin[1]; ++id) {
+    const strategies::TaskKind kind = schedule.tasks[id].kind;
+    if (kind != strategies::TaskKind::kForward && kind != strategies::TaskKind::kBackward) continue;
+    const uint32_t peer = id - schedule.rank_begin[0] + schedule.rank_begin[1];
+    EXPECT_EQ(schedule.tasks[peer].kind, kind);
+    EXPECT_DOUBLE_EQ(duration(id), duration(peer)) << schedule.task_name(id);
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
 TEST(DegradedStep, ASlowdownOfOneChangesNothing) {
   const Report healthy = simulate_json(data_parallel(4, 1, ""));
   const Report one =
