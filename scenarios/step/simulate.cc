@@ -211,6 +211,17 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
   Degradation degradation;
+  // The reader checked the ranks against the scenario's job; a plan made
+  // from it (a sweep's) may have fewer GPUs.
+  for (const auto& [path, rank] : {std::pair{"/degraded/gpu/rank", spec.degraded.slow_gpu_rank},
+                                   std::pair{"/degraded/nic/rank", spec.degraded.slow_nic_rank}}) {
+    if (rank >= spec.gpus) {
+      return std::vector<Problem>{{path,
+                                   "rank " + std::to_string(rank) + " is not in the job (" +
+                                       std::to_string(spec.gpus) + " GPUs)",
+                                   "give a rank from 0 to " + std::to_string(spec.gpus - 1)}};
+    }
+  }
   if (spec.degraded.slow_gpu_rank >= 0) {
     degradation.gpu_slowdown[spec.degraded.slow_gpu_rank] = spec.degraded.gpu_slowdown;
   }
