@@ -6,6 +6,7 @@
 
 #include "hwmodels/cluster_spec.h"
 #include "scenarios/input/run_spec.h"
+#include "scenarios/input/software_spec.h"
 #include "strategies/model.h"
 #include "strategies/plan.h"
 
@@ -40,6 +41,8 @@ struct ScenarioSpec {
   strategies::TrainingSetup training;
   strategies::ParallelPlan plan;
   strategies::ScheduleOptions options;
+  /// The training framework (scenario-format.md v1.1 `software`).
+  SoftwareSpec software;
   SimulationMode mode = SimulationMode::kSymmetric;
   DegradedParts degraded;
   /// What the cluster's parts fail at and where checkpoints go (for the

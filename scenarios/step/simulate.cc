@@ -14,6 +14,7 @@
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -178,7 +179,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 }  // namespace
 
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
@@ -232,7 +233,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     }
     degradation.nic_rate_fraction[spec.degraded.slow_nic_rank] = spec.degraded.nic_rate_fraction;
   }
-  detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives, &degradation});
+  detail.timeline = simulate_schedule(
+      schedule, {gpu, fabric, collectives, kernel_implementation(spec), &degradation});
   const StepTimeline& timeline = detail.timeline;
 
   Report& report = detail.report;

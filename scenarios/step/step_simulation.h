@@ -8,6 +8,7 @@
 #include "hwmodels/collectives.h"
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
+#include "hwmodels/kernel_implementation.h"
 #include "sim/engine.h"
 #include "strategies/schedule.h"
 
@@ -95,6 +96,8 @@ struct StepHardware {
   const hwmodels::GpuModel& gpu;
   const hwmodels::Fabric& fabric;
   const hwmodels::CollectiveParams& collectives;
+  /// The training framework's kernels and host costs.
+  hwmodels::KernelImplementation kernels = {};
   const Degradation* degradation = nullptr;  ///< null: every part at its model's speed
 };
 
