@@ -187,6 +187,8 @@ class Builder {
   /// the SP-sharded tensor with sequence parallelism.
   double transfer_bytes() const { return transfer_bytes_; }
 
+  /// Every-rank scope: reserves the tasks and edges the build will make.
+  void reserve_every_rank();
   void link_pipeline();
   size_t source_index(int64_t rank, int64_t stage) const {
     return static_cast<size_t>(s_.rank_index(s_.layout.on_stage(rank, stage)));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -363,9 +364,12 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   Images images(schedule.layout, schedule.job.plan);
   ImageCounter counter(images, fabric);
 
-  // Work costs by (work, the rank's TP/CP/EP groups, its slowdown): ranks
-  // whose groups coincide share them.
-  std::map<std::tuple<int32_t, int64_t, int64_t, int64_t, uint64_t>, uint32_t> cost_index;
+  // Work costs by the rank's TP/CP/EP groups (ranks whose groups coincide
+  // share them), then by work: index into out.costs, in first-use order. A
+  // work a degraded GPU slows is priced by (work, groups, slowdown) instead.
+  using RankGroups = std::tuple<int64_t, int64_t, int64_t>;
+  std::map<RankGroups, std::vector<uint32_t>> cost_index;
+  std::map<std::tuple<int32_t, RankGroups, uint64_t>, uint32_t> slowed_cost_index;
   std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
   std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
   // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
@@ -377,49 +381,64 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
     std::vector<hwmodels::Route> routes;
     double sm_share = 0;
   };
-  std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, RoutedPlan> plans;
-  // Each simulated GPU's SMs: its compute tasks run on them, and every NCCL
-  // kernel it takes part in holds some of them while the transfer is in
-  // flight (hwmodels::kernel_sms), so compute beside communication slows.
-  std::map<int64_t, sim::PoolId> sms;
-  for (const int64_t rank : schedule.ranks) sms.emplace(rank, engine.add_pool());
+  using PlanKey = std::tuple<int32_t, int64_t, int64_t, int, uint64_t>;
+  struct PlanKeyHash {
+    size_t operator()(const PlanKey& k) const {
+      uint64_t h = static_cast<uint64_t>(std::get<0>(k));
+      for (const uint64_t v :
+           {static_cast<uint64_t>(std::get<1>(k)), static_cast<uint64_t>(std::get<2>(k)),
+            static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k)}) {
+        h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+      }
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<PlanKey, RoutedPlan, PlanKeyHash> plans;
+  // Each simulated GPU's SMs (pool i is schedule.ranks[i]'s): its compute
+  // tasks run on them, and every NCCL kernel it takes part in holds some of
+  // them while the transfer is in flight (hwmodels::kernel_sms), so compute
+  // beside communication slows.
+  std::vector<sim::PoolId> sms;
+  sms.reserve(schedule.ranks.size());
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) sms.push_back(engine.add_pool());
 
   auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
     const bool p2p = task.group < 0;
-    std::vector<int64_t> members;
-    hwmodels::CollectiveOp op = collective_op(task.collective);
-    if (p2p) {
-      members = {rank, task.peer};
-      op = hwmodels::CollectiveOp::kBroadcast;
-    } else {
-      members = schedule.groups[static_cast<size_t>(task.group)].ranks;
-    }
-    const auto plan_key =
-        std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
-                        static_cast<int>(op), bits_of(task.bytes));
+    const std::array<int64_t, 2> pair{rank, task.peer};
+    const std::span<const int64_t> members =
+        p2p ? std::span<const int64_t>(pair)
+            : std::span<const int64_t>(schedule.groups[static_cast<size_t>(task.group)].ranks);
+    const hwmodels::CollectiveOp op =
+        p2p ? hwmodels::CollectiveOp::kBroadcast : collective_op(task.collective);
+    const PlanKey plan_key{p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
+                           static_cast<int>(op), bits_of(task.bytes)};
     auto plan = plans.find(plan_key);
     if (plan == plans.end()) {
+      const std::vector<int64_t> group(members.begin(), members.end());
       RoutedPlan routed;
-      routed.plan = hwmodels::plan_collective(hardware.fabric, op, members, task.bytes,
+      routed.plan = hwmodels::plan_collective(hardware.fabric, op, group, task.bytes,
                                               hwmodels::Algorithm::kAuto, hardware.collectives);
       hwmodels::RouteHook hook;
       if (symmetric) {
-        const std::vector<int64_t>* shifts = &images.distinct(members);
+        const std::vector<int64_t>* shifts = &images.distinct(group);
         hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
           counter.weigh(*shifts, t, route);
         };
       }
       routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
-      routed.sm_share = pricer.comm_sm_share(members);
+      routed.sm_share = pricer.comm_sm_share(group);
       plan = plans.emplace(plan_key, std::move(routed)).first;
     }
     out.flows += plan->second.plan.flow_count();
     const hwmodels::ScheduledCollective c =
         hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
     const double share = plan->second.sm_share;
-    for (const int64_t m : members) {
-      const auto pool = sms.find(m);
-      if (pool != sms.end() && share > 0) engine.add_hold(c.entry, c.exit, pool->second, share);
+    if (share > 0) {
+      for (const int64_t m : members) {
+        const int64_t index = schedule.rank_index(m);
+        if (index >= 0) engine.add_hold(c.entry, c.exit, sms[static_cast<size_t>(index)], share);
+      }
     }
     return c;
   };
@@ -430,25 +449,36 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       const std::vector<int64_t> g = schedule.layout.group(rank, kind);
       return *std::min_element(g.begin(), g.end());
     };
-    const auto rank_groups = std::make_tuple(group_id(GroupKind::kTp), group_id(GroupKind::kCp),
-                                             group_id(GroupKind::kEp));
+    const RankGroups rank_groups{group_id(GroupKind::kTp), group_id(GroupKind::kCp),
+                                 group_id(GroupKind::kEp)};
+    std::vector<uint32_t>& rank_costs = cost_index[rank_groups];
+    rank_costs.resize(schedule.works.size(), StepTimeline::kNoCost);
     for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
       const Task& task = tasks[id];
       if (task.work >= 0) {
         const double slowdown = degradation.gpu_slowdown.empty()
                                     ? 1.0
                                     : work_slowdown(schedule, degradation, task.work, rank);
-        const auto key = std::tuple_cat(std::make_tuple(task.work), rank_groups,
-                                        std::make_tuple(bits_of(slowdown)));
-        auto it = cost_index.find(key);
-        if (it == cost_index.end()) {
-          it = cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
-          out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+        uint32_t cost = StepTimeline::kNoCost;
+        if (slowdown == 1.0) {
+          uint32_t& shared = rank_costs[static_cast<size_t>(task.work)];
+          if (shared == StepTimeline::kNoCost) {
+            shared = static_cast<uint32_t>(out.costs.size());
+            out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+          }
+          cost = shared;
+        } else {
+          const auto key = std::make_tuple(task.work, rank_groups, bits_of(slowdown));
+          auto it = slowed_cost_index.find(key);
+          if (it == slowed_cost_index.end()) {
+            it = slowed_cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
+            out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+          }
+          cost = it->second;
         }
-        out.task_cost[id] = it->second;
-        const sim::ActivityId a =
-            engine.add_pool_work(sim::Time::from_seconds_ceil(out.costs[it->second].duration_s),
-                                 sms.at(rank), sim::kNoStream, id);
+        out.task_cost[id] = cost;
+        const sim::ActivityId a = engine.add_pool_work(
+            sim::Time::from_seconds_ceil(out.costs[cost].duration_s), sms[r], sim::kNoStream, id);
         start[id] = end[id] = a;
         continue;
       }

@@ -13,10 +13,7 @@
 #include "scenarios/input/reader.h"
 #include "scenarios/step/profile_fit.h"
 #include "tools/cli/commands.h"
-
-#if PODSIM_HAVE_CUDA
-#include "calibration/cuda/execute_runner.h"
-#endif
+#include "tools/cli/cuda_module.h"
 
 namespace podsim::cli {
 
@@ -161,12 +158,13 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
     const int status = print_report(calibration::compare(plan, nullptr), o, io);
     return status >= 0 ? status : kExitOk;
   }
-#if !PODSIM_HAVE_CUDA
-  io.err << "no CUDA device: this podsim was built without CUDA support (nvcc was not found, or "
-            "PODSIM_ENABLE_CUDA was OFF, when it was configured)\n";
-  return kExitNoDevice;
-#else
-  const std::string reason = calibration::gpu::device_unavailable_reason();
+  std::string why_not;
+  const calibration::gpu::CudaModule* cuda = cuda_module(why_not);
+  if (cuda == nullptr) {
+    io.err << "no CUDA device: " << why_not << "\n";
+    return kExitNoDevice;
+  }
+  const std::string reason = cuda->device_unavailable_reason();
   if (!reason.empty()) {
     io.err << "no CUDA device: " << reason << "\n";
     return kExitNoDevice;
@@ -186,7 +184,7 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   };
   calibration::ExecMeasurement measured;
   try {
-    measured = calibration::gpu::run_execute(plan, setup.value().check, run);
+    measured = cuda->run_execute(plan, setup.value().check, run);
   } catch (const calibration::gpu::NoDeviceError& e) {
     io.err << "no CUDA device: " << e.what() << "\n";
     return kExitNoDevice;
@@ -198,7 +196,6 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   const int status = print_report(report, o, io);
   if (status >= 0) return status;
   return report.all_checks_passed() ? kExitOk : kExitChecksFailed;
-#endif
 }
 
 }  // namespace podsim::cli
