@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "hwmodels/attention_kernels.h"
+
 namespace podsim::hwmodels {
 
 // The kernel-implementation face of a training framework (a `software`
@@ -9,18 +11,6 @@ namespace podsim::hwmodels {
 // host spends issuing kernels, and how its overlapped tensor-parallel
 // collectives occupy the GPU. What the framework runs and when is
 // strategies::SoftwarePolicy; scenarios/step composes both from the preset.
-
-/// The attention kernel a framework calls. kTransformerEngine and kSdpa are
-/// choices a library makes by GPU generation; the others name one kernel.
-enum class AttentionKernel : uint8_t {
-  kUnfused,  ///< scores in HBM: batched GEMMs + softmax (+ dropout) kernels (Megatron 2021)
-  kFlash2,   ///< FlashAttention-2 (flash-attn package, PyTorch SDPA's flash backend)
-  kFlash3,   ///< FlashAttention-3 (Hopper only)
-  kCudnn,    ///< cuDNN fused attention (TE FusedAttention, SDPA's cuDNN backend)
-  kTriton,   ///< a Triton flash-attention kernel (llm-foundry's flash_attn_triton)
-  kTransformerEngine,  ///< TE's choice: cuDNN on Hopper and newer, FlashAttention-2 on Ampere
-  kSdpa,               ///< PyTorch SDPA's default order (torch 2.5.1-2.10)
-};
 
 /// What the host spends issuing work, seconds. The GPU waits when its
 /// kernels are shorter than their issue.

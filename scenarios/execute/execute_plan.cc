@@ -120,7 +120,8 @@ std::optional<ExecOp> convert(const Op& op, ExecPhase phase, const Job& job,
       return e;
     }
   }
-  const hwmodels::KernelCost cost = price_op(op, hw.gpu, job);
+  // podsim's own kernels run here: its flash model, not a framework's.
+  const hwmodels::KernelCost cost = price_op(op, hw.gpu, job, std::nullopt);
   e.predicted_s = cost.time_s;
   e.predicted_bound = std::string(hwmodels::to_string(cost.bound));
   return e;

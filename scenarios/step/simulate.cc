@@ -181,6 +181,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
   const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
+  if (std::vector<Problem> problems = software_problems(spec); !problems.empty()) return problems;
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
                                  "the job needs " + std::to_string(spec.gpus) +

@@ -91,7 +91,9 @@ class Pricer {
   }
 
  private:
-  double price_compute(const Op& op) const { return price_op(op, hw_.gpu, schedule_.job).time_s; }
+  double price_compute(const Op& op) const {
+    return price_op(op, hw_.gpu, schedule_.job, hw_.kernels.attention).time_s;
+  }
 
   const Schedule& schedule_;
   const StepHardware& hw_;
@@ -249,7 +251,8 @@ class ImageCounter {
 }  // namespace
 
 hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
-                              const strategies::Job& job) {
+                              const strategies::Job& job,
+                              std::optional<hwmodels::AttentionKernel> attention) {
   switch (op.kind) {
     case OpKind::kGemm:
       return gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format);
@@ -264,9 +267,9 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       shape.head_dim = a.head_dim;
       shape.causal = a.causal;
       shape.dropout = strategies::uses_dropout(job.model);
-      return gpu.attention_time(shape,
-                                a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
-                                a.flash, op.format);
+      const hwmodels::Pass pass = a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward;
+      if (a.flash && attention) return gpu.attention_time(shape, pass, *attention, op.format);
+      return gpu.attention_time(shape, pass, a.flash, op.format);
     }
     case OpKind::kMemoryBound:
       return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);

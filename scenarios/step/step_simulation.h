@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "hwmodels/collectives.h"
@@ -93,9 +94,13 @@ WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& har
 
 /// What one instance of compute op `op` (a GEMM, an attention call or a
 /// memory-bound kernel) of `job` costs on `gpu`: the price every compute op of
-/// a simulated step gets. Throws std::logic_error for a collective.
+/// a simulated step gets. Flash attention runs the framework's `attention`
+/// kernel, or podsim's own flash kernel model (the one calibration fits and
+/// `podsim execute` runs) when nullopt. Throws std::logic_error for a
+/// collective.
 hwmodels::KernelCost price_op(const strategies::Op& op, const hwmodels::GpuModel& gpu,
-                              const strategies::Job& job);
+                              const strategies::Job& job,
+                              std::optional<hwmodels::AttentionKernel> attention);
 
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);

@@ -154,7 +154,8 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
   one.segments.push_back({seg.name, 1, seg.ops});
   scratch.works.push_back(std::move(one));
   const double seconds =
-      cost_work(scratch, {gpu, fabric_for(groups), collectives}, 0, groups.rank).duration_s;
+      cost_work(scratch, {gpu, fabric_for(groups), collectives, kernels}, 0, groups.rank)
+          .duration_s;
   segment_costs.emplace(std::move(key), seconds);
   return seconds;
 }
@@ -178,8 +179,9 @@ strategies::Work PlanBounds::Impl::optimizer_work(const Job& job, int64_t stage)
   return w;
 }
 
-PlanBounds::PlanBounds(const CalibratedHardware& hardware)
-    : impl_(std::make_unique<Impl>(hardware)) {}
+PlanBounds::PlanBounds(const CalibratedHardware& hardware,
+                       const hwmodels::KernelImplementation& kernels)
+    : impl_(std::make_unique<Impl>(hardware, kernels)) {}
 PlanBounds::~PlanBounds() = default;
 
 size_t PlanBounds::cached_costs() const { return impl_->segment_costs.size(); }
