@@ -19,7 +19,6 @@ using ops::dense_mlp_forward;
 using ops::full_hidden_bytes;
 using ops::kAdamFlops;
 using ops::kDropoutFlops;
-using ops::kRopeFlops;
 using ops::kSgdFlops;
 using ops::kSoftmaxFlops;
 using ops::moe_backward;
@@ -28,6 +27,9 @@ using ops::norm_backward;
 using ops::norm_forward;
 using ops::residual_backward;
 using ops::residual_forward;
+using ops::residual_norm_forward;
+using ops::rope_backward;
+using ops::rope_forward;
 using ops::row_linear_backward;
 using ops::sp_gather_forward;
 using ops::tp_reduce_forward;
@@ -48,43 +50,36 @@ void layer_forward(const Job& job, const RankShape& r, Builder& b) {
   sp_gather_forward(job, r, b, "attn_input_gather");
   b.gemm("qkv", r.tokens, qkv_out, r.hidden, 1, qkv_model_fraction(job, r)).saved_bytes =
       column_input_saved(r);
-  if (!r.learned_positions) {
-    const double elems = d(r.tokens) * d((r.heads + r.kv_heads) * d_h);
-    b.memory("rope", 2 * elems * r.e, kRopeFlops * elems);
-  }
+  rope_forward(job, r, b);
   attention_core_forward(job, r, b);
   const int32_t out = b.size();
   b.gemm("attn_out", r.tokens, r.hidden, r.heads * d_h).saved_bytes =
       d(r.tokens) * d(r.heads * d_h) * r.e;
   tp_reduce_forward(job, r, b, "attn_reduce", out, full_hidden_bytes(r));
-  residual_forward(r, b, "attn_residual");
-  norm_forward(job, r, b, "mlp_norm");
+  residual_norm_forward(job, r, b, "attn_residual", "mlp_norm");
   if (job.model.moe) {
     moe_forward(job, r, b);
   } else {
     sp_gather_forward(job, r, b, "mlp_input_gather");
     dense_mlp_forward(job, r, b, "mlp", r.ffn);
   }
-  residual_forward(r, b, "mlp_residual");
+  residual_forward(job, r, b, "mlp_residual");
 }
 
 void layer_backward(const Job& job, const RankShape& r, Builder& b) {
   const int64_t d_h = r.head_dim;
   const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * d_h;
-  residual_backward(r, b, "mlp_residual_bwd");
+  residual_backward(job, r, b, "mlp_residual_bwd");
   if (job.model.moe) {
     moe_backward(job, r, b);
   } else {
     dense_mlp_backward(job, r, b, "mlp", r.ffn);
   }
   norm_backward(job, r, b, "mlp_norm_bwd");
-  residual_backward(r, b, "attn_residual_bwd");
+  residual_backward(job, r, b, "attn_residual_bwd");
   row_linear_backward(r, b, "attn_out", r.heads * d_h, r.hidden);
   attention_core_backward(job, r, b);
-  if (!r.learned_positions) {
-    const double elems = d(r.tokens) * d((r.heads + r.kv_heads) * d_h);
-    b.memory("rope_bwd", 2 * elems * r.e, kRopeFlops * elems);
-  }
+  rope_backward(job, r, b);
   column_linear_backward(r, b, "qkv", r.hidden, qkv_out, qkv_model_fraction(job, r));
   norm_backward(job, r, b, "attn_norm_bwd");
 }

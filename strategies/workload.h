@@ -104,6 +104,10 @@ struct Op {
   double saved_core_bytes = 0;
   /// Attention-core op: recomputed under selective recompute.
   bool attention_core = false;
+  /// GPU kernels one instance launches (an eager chain of PyTorch ops is one
+  /// op of several kernels): each pays its launch and memory latency, and
+  /// the host issues each.
+  int32_t kernels = 1;
 
   bool is_compute() const { return kind != OpKind::kCollective; }
 };

@@ -271,8 +271,20 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       if (a.flash && attention) return gpu.attention_time(shape, pass, *attention, op.format);
       return gpu.attention_time(shape, pass, a.flash, op.format);
     }
-    case OpKind::kMemoryBound:
-      return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);
+    case OpKind::kMemoryBound: {
+      // An op of several kernels (an eager chain): each moves its share and
+      // pays its own latency and launch.
+      const double kernels = static_cast<double>(std::max(1, op.kernels));
+      hwmodels::KernelCost cost =
+          gpu.memory_bound_time(op.memory.bytes / kernels, op.memory.flops / kernels, op.format);
+      cost.time_s *= kernels;
+      cost.flops *= kernels;
+      cost.bytes *= kernels;
+      cost.compute_s *= kernels;
+      cost.memory_s *= kernels;
+      cost.kernels = op.kernels;
+      return cost;
+    }
     case OpKind::kCollective:
       break;
   }

@@ -25,6 +25,7 @@ void append_ops(std::string& key, const std::vector<strategies::Op>& ops) {
     append(key, op.role);
     append(key, op.count);
     append(key, op.format);
+    append(key, op.kernels);
     switch (op.kind) {
       case strategies::OpKind::kGemm:
         for (int64_t v : {op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch}) append(key, v);

@@ -1,0 +1,82 @@
+// What a framework runs between the GEMMs: element-wise op lists (fused,
+// eager, compiled), counted from each implementation's kernels
+// (kernels-host-power.md 2.1-2.5).
+#include <gtest/gtest.h>
+
+#include "strategies/workload.h"
+#include "tests/strategies/test_util.h"
+
+namespace podsim::strategies {
+namespace {
+
+using testing::preset_job;
+
+/// Llama 3 8B, one sequence of 8192 tokens per micro-batch, no parallelism.
+Job llama8b(const ElementwisePolicy& elementwise) {
+  Job job = preset_job("llama3-8b", 8192, 8, 1);
+  job.software.elementwise = elementwise;
+  return job;
+}
+
+ElementwisePolicy torchtitan_eager() {
+  ElementwisePolicy e;
+  e.norm = NormImpl::kEagerFp32;
+  e.rope = RopeImpl::kEagerFp32Complex;
+  e.activation = ChainImpl::kEager;
+  e.residual = ChainImpl::kEager;
+  e.repeat_kv = true;
+  return e;
+}
+
+/// Element-wise HBM bytes and kernels of one layer pass, in units of N =
+/// tokens x hidden elements.
+struct Tally {
+  double bytes_per_n = 0;
+  int kernels = 0;
+};
+Tally elementwise(const Job& job, Pass pass) {
+  Tally t;
+  const double n = 8192.0 * 4096.0;
+  for (const Op& op : layer_ops(job, pass)) {
+    if (op.kind != OpKind::kMemoryBound) continue;
+    t.bytes_per_n += static_cast<double>(op.count) * op.memory.bytes / n;
+    t.kernels += op.kernels * static_cast<int>(op.count);
+  }
+  return t;
+}
+
+TEST(ElementwiseOps, FusedLayerIsMegatronsKernelList) {
+  // Norm 2 x 4N, RoPE over q and k (1.25 N) at 4 B, two residual adds of
+  // 6N, SwiGLU over 3.5 N at 6 B: 46 N in 7 kernels (notes 2.2: ~46N).
+  const Tally f = elementwise(llama8b({}), Pass::kForward);
+  EXPECT_DOUBLE_EQ(f.bytes_per_n, 8 + 5 + 12 + 21);
+  EXPECT_EQ(f.kernels, 6);
+}
+
+TEST(ElementwiseOps, EagerCostsMoreThanFusedAsTorchtitanWritesIt) {
+  const Job eager = llama8b(torchtitan_eager());
+  const Tally fwd = elementwise(eager, Pass::kForward);
+  // fp32 RMSNorm 2 x 36, fp32 complex RoPE 20 x 1.25, repeat_kv of K and V
+  // (read N/4, write N, bf16) 5, adds 2 x 6, SiLU + mul 10 x 3.5: 149 N in
+  // 28 kernels (notes 2.1: ~149 N, ~27 kernels).
+  EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 72 + 25 + 5 + 12 + 35);
+  EXPECT_EQ(fwd.kernels, 16 + 6 + 2 + 2 + 2);
+  // Backward: ~290 N (norms 2 x 92, RoPE 25, repeat 5, branch sums 12,
+  // SwiGLU 63).
+  EXPECT_DOUBLE_EQ(elementwise(eager, Pass::kBackward).bytes_per_n, 184 + 25 + 5 + 12 + 63);
+  EXPECT_GT(fwd.bytes_per_n, 3 * elementwise(llama8b({}), Pass::kForward).bytes_per_n);
+}
+
+TEST(ElementwiseOps, CompiledFusesTheChainsBetweenGemms) {
+  ElementwisePolicy compiled = torchtitan_eager();
+  compiled.compiled = true;
+  const Tally fwd = elementwise(llama8b(compiled), Pass::kForward);
+  // norm 4, RoPE 5, expanded K and copied V 4, residual + norm 8, SwiGLU
+  // 21, residual 6: 48 N (notes 2.3: ~49 N, ~6 kernels).
+  EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 4 + 5 + 4 + 8 + 21 + 6);
+  EXPECT_EQ(fwd.kernels, 6);
+  EXPECT_LT(fwd.bytes_per_n, elementwise(llama8b(torchtitan_eager()), Pass::kForward).bytes_per_n);
+}
+
+}  // namespace
+}  // namespace podsim::strategies
