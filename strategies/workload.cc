@@ -36,6 +36,40 @@ using ops::tp_reduce_forward;
 
 namespace {
 
+/// HBM bytes per logit element and kernels of the softmax cross-entropy over
+/// the (vocab-parallel) logits, from each implementation's kernels.
+struct LossKernels {
+  double forward_bytes;
+  int32_t forward_kernels;
+  double backward_bytes;
+  int32_t backward_kernels;
+};
+LossKernels loss_kernels(LossImpl impl) {
+  switch (impl) {
+    case LossImpl::kVocabParallelFp32:
+      // megatron/core/tensor_parallel/cross_entropy.py l.20-79 on
+      // output.float(): cast r2 w4, max r4, sub_ r4 w4, exp r4 w4, sum r4,
+      // div_ r4 w4 (the softmax kept); backward: grad = softmax - onehot
+      // times the loss gradient r4 w4, cast back r4 w2.
+      return {38, 6, 14, 2};
+    case LossImpl::kFp32Upcast:
+      // cross_entropy(logits.float()): cast r2 w4; log_softmax reads the row
+      // for its max, its sum of exponentials and the output (r12 w4); nll
+      // gathers. Backward: nll's zero-filled gradient w4, log_softmax's
+      // backward reads the gradient twice and its output (r12 w4), cast back
+      // r4 w2 (torchtitan train.py l.131-134 @9dec370; PyTorch's
+      // cunn_SoftMaxForward / Backward).
+      return {22, 3, 26, 4};
+    case LossImpl::kFused:
+      // One online-softmax pass over the 16-bit logits, one backward kernel
+      // reading them and writing the gradient (flash-attn's xentropy kernel
+      // behind llm-foundry's fused_crossentropy; XLA's fused softmax
+      // cross-entropy).
+      return {2, 1, 4, 1};
+  }
+  return {38, 6, 14, 2};
+}
+
 /// Share of the QKV product that is model work: when tp > kv_heads each rank
 /// computes a whole replicated KV head, of which only kv_heads/tp is its own.
 double qkv_model_fraction(const Job& job, const RankShape& r) {
@@ -259,16 +293,18 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
     norm_forward(job, r, b, "final_norm");
     sp_gather_forward(job, r, b, "head_input_gather");
     b.gemm("logits", r.tokens, r.vocab, r.hidden).saved_bytes = column_input_saved(r);
-    // Vocab-parallel cross-entropy in fp32: the fp32 softmax is kept for the
-    // backward pass (Megatron, torchtitan upcast the logits).
-    b.memory("cross_entropy", logits * (r.e + 8), kSoftmaxFlops * logits).saved_bytes = logits * 4;
+    const LossKernels loss = loss_kernels(job.software.loss);
+    b.memory("cross_entropy", logits * loss.forward_bytes, kSoftmaxFlops * logits,
+             loss.forward_kernels)
+        .saved_bytes = logits * 4;
     Op* stats =
         b.collective("cross_entropy_stats", Dim::kTp, CollectiveKind::kAllReduce, d(r.tokens) * 4);
     if (stats != nullptr) stats->count = 3;  // max, sum of exp, target logit
     return b.take();
   }
   Builder b(r, OpRole::kInputGrad);
-  b.memory("cross_entropy_bwd", logits * (4 + r.e), 2 * logits);
+  const LossKernels loss = loss_kernels(job.software.loss);
+  b.memory("cross_entropy_bwd", logits * loss.backward_bytes, 2 * logits, loss.backward_kernels);
   column_linear_backward(r, b, "logits", r.hidden, r.vocab);
   norm_backward(job, r, b, "final_norm_bwd");
   return split_backward(b.take(), pass);

@@ -1,6 +1,6 @@
 // What a framework runs between the GEMMs: element-wise op lists (fused,
-// eager, compiled), counted from each implementation's kernels
-// (kernels-host-power.md 2.1-2.5).
+// eager, compiled) and the loss over the vocabulary, counted from each
+// implementation's kernels (kernels-host-power.md 2.1-2.6).
 #include <gtest/gtest.h>
 
 #include "strategies/workload.h"
@@ -76,6 +76,25 @@ TEST(ElementwiseOps, CompiledFusesTheChainsBetweenGemms) {
   EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 4 + 5 + 4 + 8 + 21 + 6);
   EXPECT_EQ(fwd.kernels, 6);
   EXPECT_LT(fwd.bytes_per_n, elementwise(llama8b(torchtitan_eager()), Pass::kForward).bytes_per_n);
+}
+
+double loss_bytes_per_logit(LossImpl loss) {
+  Job job = preset_job("llama3-8b", 8192, 8, 1);
+  job.software.loss = loss;
+  const double logits = 8192.0 * 128256.0;
+  double bytes = 0;
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (const Op& op : head_ops(job, pass)) {
+      if (op.name.rfind("cross_entropy", 0) == 0) bytes += op.memory.bytes / logits;
+    }
+  }
+  return bytes;
+}
+
+TEST(LossOps, Fp32LogitsCostWhatTheirKernelsMove) {
+  EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kVocabParallelFp32), 52);
+  EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kFp32Upcast), 48);  // notes 2.6: ~44-52
+  EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kFused), 6);        // notes 2.6: ~6
 }
 
 }  // namespace
