@@ -143,6 +143,40 @@ std::vector<Op> split_backward(std::vector<Op> ops, Pass pass) {
   return filter_ops(ops, [wanted](const Op& op) { return op.role == wanted; });
 }
 
+/// torchtitan's op-level selective checkpointing (parallelize_llama.py
+/// _save_list and _custom_policy @9dec370): in each block the outputs of the
+/// 1st, 3rd, 5th, ... aten.mm are saved -- torchtitan's separate wq, wk, wv,
+/// wo, w1, w3, w2, in that order, so wq, wv, w1 and w2 (GeLU: wq, wv, w1) --
+/// with SDPA's and the reduce-scatters'; everything else runs again before
+/// the backward, element-wise ops included. torchao Float8 linears call
+/// _scaled_mm, which the list does not name: every linear runs again.
+std::vector<Op> matmul_save_list(const Job& job, const RankShape& r, std::vector<Op> ops) {
+  const bool float8 = job.training.precision == sim::NumberFormat::kFp8 &&
+                      job.software.fp8.recipe != Fp8Recipe::kNone;
+  const bool swiglu = job.model.mlp == MlpKind::kSwiglu;
+  auto recompute_columns = [&](const Op& op) -> int64_t {
+    if (float8) return op.gemm.n;
+    if (op.name == "qkv") return r.kv_heads * r.head_dim;         // wk only
+    if (op.name == "mlp_fc1") return swiglu ? op.gemm.n / 2 : 0;  // w3 only
+    if (op.name == "mlp_fc2") return swiglu ? 0 : op.gemm.n;
+    return op.gemm.n;  // wo, and any other matrix product
+  };
+  for (Op& op : ops) {
+    if (op.kind != OpKind::kGemm || op.attention_core) continue;
+    const int64_t n = recompute_columns(op);
+    op.flops *= static_cast<double>(n) / static_cast<double>(op.gemm.n);
+    op.gemm.n = n;
+  }
+  return filter_ops(ops, [](const Op& op) {
+    if (op.attention_core) return false;  // SDPA saved (and its CP exchanges)
+    if (op.kind == OpKind::kGemm) return op.gemm.n > 0;
+    if (op.kind == OpKind::kCollective) {
+      return op.collective.kind != CollectiveKind::kReduceScatter;
+    }
+    return true;
+  });
+}
+
 std::vector<Op> as_recompute(std::vector<Op> ops) {
   for (Op& op : ops) {
     op.role = OpRole::kRecompute;
@@ -241,6 +275,9 @@ std::vector<Op> layer_ops(const Job& job, Pass pass) {
       case RecomputeMode::kNone:
         return {};
       case RecomputeMode::kSelective:
+        if (job.software.selective == SelectiveRecompute::kMatmulSaveList) {
+          return as_recompute(matmul_save_list(job, r, std::move(ops)));
+        }
         return as_recompute(filter_ops(ops, [](const Op& op) { return op.attention_core; }));
       case RecomputeMode::kFull:
       case RecomputeMode::kEvery:

@@ -99,3 +99,51 @@ TEST(LossOps, Fp32LogitsCostWhatTheirKernelsMove) {
 
 }  // namespace
 }  // namespace podsim::strategies
+
+namespace podsim::strategies {
+namespace {
+
+/// GEMM FLOPs and attention ops a "selective" recompute runs again.
+struct Recomputed {
+  double gemm_flops = 0;
+  int attention = 0;
+  double elementwise_bytes = 0;
+};
+Recomputed recomputed(const Job& job) {
+  Recomputed out;
+  for (const Op& op : layer_ops(job, Pass::kRecompute)) {
+    if (op.kind == OpKind::kGemm) out.gemm_flops += op.flops;
+    if (op.kind == OpKind::kAttention) ++out.attention;
+    if (op.kind == OpKind::kMemoryBound) out.elementwise_bytes += op.memory.bytes;
+  }
+  return out;
+}
+
+TEST(SelectiveRecompute, MegatronRecomputesTheAttentionCore) {
+  Job job = testing::preset_job("llama3-8b", 8192, 8, 1);
+  job.plan.recompute.mode = RecomputeMode::kSelective;
+  const Recomputed r = recomputed(job);
+  EXPECT_EQ(r.attention, 1);
+  EXPECT_EQ(r.gemm_flops, 0);
+  EXPECT_EQ(r.elementwise_bytes, 0);
+}
+
+TEST(SelectiveRecompute, TorchtitanKeepsEveryOtherMatmulAndRecomputesTheRest) {
+  Job job = llama8b(torchtitan_eager());
+  job.plan.recompute.mode = RecomputeMode::kSelective;
+  job.software.selective = SelectiveRecompute::kMatmulSaveList;
+  const Recomputed r = recomputed(job);
+  // wq, wv, w1, w2 and SDPA are saved; wk (4096 x 1024), wo (4096 x 4096)
+  // and w3 (4096 x 14336) run again, with every element-wise op.
+  EXPECT_EQ(r.attention, 0);
+  EXPECT_DOUBLE_EQ(r.gemm_flops, 2.0 * 8192 * 4096 * (1024 + 4096 + 14336));
+  EXPECT_DOUBLE_EQ(r.elementwise_bytes, 149.0 * 8192 * 4096);
+  // torchao Float8 linears are _scaled_mm, not in the save list: all of them again.
+  job.training.precision = sim::NumberFormat::kFp8;
+  job.software.fp8.recipe = Fp8Recipe::kTorchaoDynamic;
+  EXPECT_DOUBLE_EQ(recomputed(job).gemm_flops,
+                   2.0 * 8192 * 4096 * (4096 + 2 * 1024 + 4096 + 3 * 14336));
+}
+
+}  // namespace
+}  // namespace podsim::strategies
