@@ -12,6 +12,9 @@ namespace podsim::hwmodels {
 // collectives occupy the GPU. What the framework runs and when is
 // strategies::SoftwarePolicy; scenarios/step composes both from the preset.
 
+/// Kernels replayed from CUDA graphs instead of issued one by one.
+enum class CudaGraphs : uint8_t { kNone, kPerLayer, kFullIteration };
+
 /// What the host spends issuing work, seconds. The GPU waits when its
 /// kernels are shorter than their issue.
 struct HostCost {
@@ -21,6 +24,10 @@ struct HostCost {
   double unit_hook_s = 0;             ///< per sharded unit per pass: the framework's hooks
   double sync_s = 20e-6;              ///< one host synchronisation (drains the run-ahead)
   double dtensor_dispatch_s = 0;      ///< per tensor per DTensor-dispatched op
+  CudaGraphs graphs = CudaGraphs::kNone;
+  /// One cudaGraphLaunch: 41 us for a graph of 72 us of kernels
+  /// (pytorch#150488's breakdown, kernels-host-power.md 3.1).
+  double graph_launch_s = 41e-6;
 };
 
 /// What the collectives a framework overlaps with GEMMs occupy.

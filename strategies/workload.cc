@@ -387,6 +387,11 @@ Work make_work(const Job& job, Pass pass, int64_t layers, bool embedding, bool h
     add("layer", layers, layer_ops(job, pass));
     if (embedding) add("embedding", 1, embedding_ops(job, pass));
   }
+  // torch.compile per block: each layer's pass is one call into its
+  // compiled region (XLA compiles the whole step: no per-block call).
+  if (job.software.elementwise.compiled && job.software.compiled_block_calls) {
+    w.host.compiled_region_calls = layers;
+  }
   return w;
 }
 

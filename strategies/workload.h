@@ -120,10 +120,19 @@ struct Segment {
   std::vector<Op> ops;
 };
 
+/// What the host does for a work besides issuing its kernels.
+struct HostWork {
+  int64_t compiled_region_calls = 0;  ///< calls into compiled regions (one per block and pass)
+  int64_t hooked_units = 0;           ///< sharding-framework hook calls (per unit and pass)
+  int64_t syncs = 0;                  ///< host synchronisations inside the work
+  double dtensor_dispatches = 0;      ///< ops dispatched tensor by tensor through DTensor
+};
+
 /// What one task runs. Many tasks share one work (all forwards of a chunk).
 struct Work {
   std::string name;
   std::vector<Segment> segments;
+  HostWork host;
 
   /// Hardware FLOPs of the whole work (collectives excluded).
   double flops() const;

@@ -125,10 +125,14 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       // What NCCL kernels of other streams took from the task's SMs while it
       // ran stretched it beyond its price: compute time too.
       const double stretched = std::max(0.0, seconds(tt.end) - seconds(tt.start) - c.duration_s);
+      // Time the GPU waits for the host counts with the task's own kind.
       if (task.kind == TaskKind::kRecompute) {
-        b.recompute += c.compute_s + c.recompute_s + stretched;
-      } else {
+        b.recompute += c.compute_s + c.recompute_s + stretched + c.host_idle_s;
+      } else if (task.kind == TaskKind::kOptimizer) {
         b.compute += c.compute_s + stretched;
+        b.optimizer += c.host_idle_s;
+      } else {
+        b.compute += c.compute_s + stretched + c.host_idle_s;
         b.recompute += c.recompute_s;
       }
       b.optimizer += c.optimizer_s;

@@ -9,6 +9,7 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   const SoftwareSpec& s = spec.software;
   strategies::SoftwarePolicy p;
   p.elementwise = s.elementwise;
+  p.compiled_block_calls = s.elementwise.compiled && s.host.compiled_region_call_s > 0;
   p.loss = s.loss;
   p.selective = s.selective;
   p.fused_softmax_max_keys = s.fused_softmax_max_keys;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -77,6 +78,9 @@ class Pricer {
     return std::clamp(static_cast<double>(held) / sms, 0.0, 0.9);
   }
 
+  /// The framework's host costs.
+  const hwmodels::HostCost& host() const { return hw_.kernels.host; }
+
   /// Seconds an in-task collective takes among `group` (priced alone).
   double collective_time(const strategies::CollectiveShape& c, const std::vector<int64_t>& group) {
     if (group.size() <= 1 || c.bytes <= 0) return 0.0;
@@ -116,6 +120,30 @@ void add_role(WorkCost& cost, OpRole role, double seconds) {
   }
 }
 
+/// Host seconds issuing a segment's kernels: a dispatch per kernel (the
+/// backward's from the autograd engine), or one graph launch per layer when
+/// the layers replay from CUDA graphs (none at all when the whole iteration
+/// is one graph).
+double segment_issue_s(const hwmodels::HostCost& host, const strategies::Segment& seg) {
+  const double repeat = static_cast<double>(seg.repeat);
+  switch (host.graphs) {
+    case hwmodels::CudaGraphs::kFullIteration:
+      return 0;
+    case hwmodels::CudaGraphs::kPerLayer:
+      if (seg.name == "layer") return repeat * host.graph_launch_s;
+      break;
+    case hwmodels::CudaGraphs::kNone:
+      break;
+  }
+  double issue = 0;
+  for (const Op& op : seg.ops) {
+    const bool backward = op.role == OpRole::kInputGrad || op.role == OpRole::kWeightGrad;
+    issue += static_cast<double>(op.count) * static_cast<double>(op.kernels) *
+             (backward ? host.dispatch_backward_s : host.dispatch_forward_s);
+  }
+  return repeat * issue;
+}
+
 WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int64_t rank) {
   const strategies::Work& w = schedule.works[static_cast<size_t>(work)];
   WorkCost cost;
@@ -125,9 +153,12 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     if (g.empty()) g = schedule.layout.group(rank, group_kind_of(dim));
     return g;
   };
+  const hwmodels::HostCost& host = pricer.host();
+  double issue_s = 0;  // host time issuing the work's kernels
   for (size_t s = 0; s < w.segments.size(); ++s) {
     const strategies::Segment& seg = w.segments[s];
     const double repeat = static_cast<double>(seg.repeat);
+    issue_s += segment_issue_s(host, seg);
     // A collective paired with a compute op runs beside it, step by step:
     // each of the `count` steps lasts the longer of the two. While the NCCL
     // kernel runs it holds `share` of the SMs, so the compute op progresses
@@ -170,8 +201,26 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
       }
     }
   }
-  cost.duration_s = cost.compute_s + cost.recompute_s + cost.optimizer_s;
-  for (double e : cost.exposed_comm_s) cost.duration_s += e;
+  const double gpu_s = std::accumulate(cost.exposed_comm_s.begin(), cost.exposed_comm_s.end(),
+                                       cost.compute_s + cost.recompute_s + cost.optimizer_s);
+  // The host issues kernels ahead of the GPU: a task lasts at least its
+  // issue time. A synchronisation drains the queue: what the host does next
+  // (its sync round trip, the framework's hooks) is not hidden.
+  const strategies::HostWork& h = w.host;
+  cost.host_s = issue_s + static_cast<double>(h.compiled_region_calls) * host.compiled_region_call_s +
+                h.dtensor_dispatches * host.dtensor_dispatch_s;
+  const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s;
+  double duration = 0;
+  if (h.syncs > 0) {
+    cost.host_s += hooks_s + static_cast<double>(h.syncs) * host.sync_s;
+    duration = std::max(gpu_s, cost.host_s - hooks_s) + hooks_s +
+               static_cast<double>(h.syncs) * (host.sync_s + host.dispatch_forward_s);
+  } else {
+    cost.host_s += hooks_s;
+    duration = std::max(gpu_s, cost.host_s);
+  }
+  cost.host_idle_s = duration - gpu_s;
+  cost.duration_s = duration;
   return cost;
 }
 

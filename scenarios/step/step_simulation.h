@@ -55,6 +55,12 @@ struct WorkCost {
   /// Part of compute_s + recompute_s that compute ops lose to the SMs held
   /// by NCCL kernels of collectives paired with them.
   double comm_contention_s = 0;
+  /// What the host spends issuing the work (kernel dispatch, compiled-region
+  /// calls, hooks, synchronisations).
+  double host_s = 0;
+  /// Part of duration_s the GPU waits for the host (issue longer than the
+  /// kernels, or serialised after a synchronisation).
+  double host_idle_s = 0;
 };
 
 struct TaskTime {

@@ -154,9 +154,11 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
   strategies::Work one;
   one.segments.push_back({seg.name, 1, seg.ops});
   scratch.works.push_back(std::move(one));
-  const double seconds =
-      cost_work(scratch, {gpu, fabric_for(groups), collectives, kernels}, 0, groups.rank)
-          .duration_s;
+  // GPU time only: the host's issue time bounds a whole task, not its
+  // segments one by one.
+  const WorkCost cost =
+      cost_work(scratch, {gpu, fabric_for(groups), collectives, kernels}, 0, groups.rank);
+  const double seconds = cost.duration_s - cost.host_idle_s;
   segment_costs.emplace(std::move(key), seconds);
   return seconds;
 }

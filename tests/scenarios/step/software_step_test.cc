@@ -79,5 +79,23 @@ TEST(SoftwareStep, ContextParallelSdpaRunsTheFlashBackend) {
   EXPECT_EQ(kernel_implementation(read(scenario)).attention, hwmodels::AttentionKernel::kSdpa);
 }
 
+TEST(SoftwareStep, TheGpuWaitsForTheHostWhenKernelsAreShorterThanTheirLaunch) {
+  auto host = [](const char* dispatch, const char* graphs) {
+    return json{{"base", "megatron-core"},
+                {"host",
+                 {{"dispatch_forward", dispatch},
+                  {"dispatch_backward", dispatch},
+                  {"cuda_graphs", graphs}}}};
+  };
+  const Report free_host = simulate_ok(read(llama8b(host("0 s", "none"))));
+  const Report slow_host = simulate_ok(read(llama8b(host("10 ms", "none"))));
+  const Report graphed = simulate_ok(read(llama8b(host("10 ms", "full_iteration"))));
+  // 10 ms per kernel outlasts any kernel of an 8B layer: the host sets the pace.
+  EXPECT_GT(slow_host.step_time_s, 1.5 * free_host.step_time_s);
+  EXPECT_GT(slow_host.breakdown.compute, free_host.breakdown.compute);
+  // One graph for the whole iteration issues nothing kernel by kernel.
+  EXPECT_NEAR(graphed.step_time_s, free_host.step_time_s, 1e-9 * free_host.step_time_s);
+}
+
 }  // namespace
 }  // namespace podsim::scenarios
