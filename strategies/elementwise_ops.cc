@@ -190,4 +190,56 @@ void activation_backward(const Job& job, const RankShape& r, Builder& b, const s
   }
 }
 
+namespace {
+
+/// HBM bytes per element and kernels of one fp8 cast of a 16-bit tensor
+/// (with the transposed copy wgrad or dgrad needs), by recipe.
+struct Fp8CastKernels {
+  double bytes;
+  int32_t kernels;
+};
+Fp8CastKernels fp8_cast_kernels(const Fp8Policy& fp8) {
+  if (fp8.casts == ChainImpl::kEager) {
+    // torchao dynamic scaling, eager (float8_utils.py tensor_to_amax,
+    // to_fp8_saturated): abs r2 w2, amax r2; x * scale r2 w2, clamp r2 w2,
+    // to(float8) r2 w1; the transposed operand made contiguous for
+    // _scaled_mm r1 w1 (frameworks-sharding-memory.md 3).
+    return {19, 6};
+  }
+  if (fp8.recipe == Fp8Recipe::kTeDelayed) {
+    // TE cast_transpose: the scale is last step's (delayed), the amax is
+    // taken in the same kernel: read 2, write 1 + 1 (the fp8 tensor and
+    // its transpose).
+    return {4, 1};
+  }
+  // Dynamic scaling fused by a compiler: the amax must be known before the
+  // cast, so one reduction pass (r2) and one cast kernel writing both
+  // layouts (r2 w1 + 1).
+  return {6, 2};
+}
+
+}  // namespace
+
+void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, double input_elements,
+                       double weight_elements, bool after_norm) {
+  if (!fp8_linears(job)) return;
+  const Fp8Policy& fp8 = job.software.fp8;
+  const Fp8CastKernels cast = fp8_cast_kernels(fp8);
+  if (!(after_norm && fp8.cast_fused_with_norm)) {
+    b.memory(name + "_input_fp8_cast", cast.bytes * input_elements, input_elements, cast.kernels);
+  }
+  // Cached weights (WeightCast::kPerStep) are cast once per optimizer step,
+  // 4 B per weight: nothing per micro-batch.
+  if (fp8.weight_cast == WeightCast::kPerCall) {
+    b.memory(name + "_weight_fp8_cast", cast.bytes * weight_elements, weight_elements,
+             cast.kernels);
+  }
+}
+
+void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double elements) {
+  if (!fp8_linears(job)) return;
+  const Fp8CastKernels cast = fp8_cast_kernels(job.software.fp8);
+  b.memory(name + "_grad_fp8_cast", cast.bytes * elements, elements, cast.kernels);
+}
+
 }  // namespace podsim::strategies::ops

@@ -72,14 +72,17 @@ void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std
   const int64_t n1 = mlp_in_columns(job, ffn);
   b.gemm(name + "_fc1", r.tokens, n1, r.hidden).saved_bytes = column_input_saved(r);
   activation_forward(job, r, b, name, d(r.tokens), ffn);
+  fp8_forward_casts(job, b, name + "_fc2", d(r.tokens) * d(ffn), d(ffn) * d(r.hidden), false);
   const int32_t fc2 = b.size();
   b.gemm(name + "_fc2", r.tokens, r.hidden, ffn).saved_bytes = d(r.tokens) * d(ffn) * r.e;
   tp_reduce_forward(job, r, b, (name + "_reduce").c_str(), fc2, full_hidden_bytes(r));
 }
 void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         int64_t ffn) {
+  fp8_grad_cast(job, b, name + "_fc2", d(r.norm_tokens) * d(r.hidden));
   row_linear_backward(r, b, name + "_fc2", ffn, r.hidden);
   activation_backward(job, r, b, name, d(r.tokens), ffn);
+  fp8_grad_cast(job, b, name + "_fc1", d(r.tokens) * d(mlp_in_columns(job, ffn)));
   column_linear_backward(r, b, name + "_fc1", r.hidden, mlp_in_columns(job, ffn));
 }
 

@@ -133,6 +133,12 @@ class Builder {
   std::vector<Op> ops_;
 };
 
+/// The linears' GEMMs run in fp8: fp8 training under a framework that has it.
+inline bool fp8_linears(const Job& job) {
+  return job.training.precision == sim::NumberFormat::kFp8 &&
+         job.software.fp8.recipe != Fp8Recipe::kNone;
+}
+
 inline double norm_flops(const Job& job) {
   return job.model.norm == NormKind::kLayerNorm ? kLayerNormFlops : kRmsNormFlops;
 }
@@ -188,6 +194,16 @@ void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std
                        int64_t ffn);
 void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         int64_t ffn);
+
+/// What an fp8 linear casts before its GEMM (nothing unless fp8_linears):
+/// its `input_elements`-element 16-bit input -- unless the norm before it
+/// writes fp8 (`after_norm` and Fp8Policy::cast_fused_with_norm) -- and,
+/// cast every call, its `weight_elements` weights.
+void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, double input_elements,
+                       double weight_elements, bool after_norm);
+/// The cast of a linear's `elements`-element output gradient before its fp8
+/// dgrad and wgrad GEMMs.
+void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double elements);
 
 // ---- Attention core (attention_ops.cc) ----------------------------------------
 

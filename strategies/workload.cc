@@ -16,11 +16,14 @@ using ops::column_linear_backward;
 using ops::d;
 using ops::dense_mlp_backward;
 using ops::dense_mlp_forward;
+using ops::fp8_forward_casts;
+using ops::fp8_grad_cast;
 using ops::full_hidden_bytes;
 using ops::kAdamFlops;
 using ops::kDropoutFlops;
 using ops::kSgdFlops;
 using ops::kSoftmaxFlops;
+using ops::mlp_in_columns;
 using ops::moe_backward;
 using ops::moe_forward;
 using ops::norm_backward;
@@ -81,11 +84,14 @@ void layer_forward(const Job& job, const RankShape& r, Builder& b) {
   const int64_t d_h = r.head_dim;
   const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * d_h;
   norm_forward(job, r, b, "attn_norm");
+  fp8_forward_casts(job, b, "qkv", d(r.norm_tokens) * d(r.hidden), d(r.hidden) * d(qkv_out), true);
   sp_gather_forward(job, r, b, "attn_input_gather");
   b.gemm("qkv", r.tokens, qkv_out, r.hidden, 1, qkv_model_fraction(job, r)).saved_bytes =
       column_input_saved(r);
   rope_forward(job, r, b);
   attention_core_forward(job, r, b);
+  fp8_forward_casts(job, b, "attn_out", d(r.tokens) * d(r.heads * d_h),
+                    d(r.heads * d_h) * d(r.hidden), false);
   const int32_t out = b.size();
   b.gemm("attn_out", r.tokens, r.hidden, r.heads * d_h).saved_bytes =
       d(r.tokens) * d(r.heads * d_h) * r.e;
@@ -94,6 +100,8 @@ void layer_forward(const Job& job, const RankShape& r, Builder& b) {
   if (job.model.moe) {
     moe_forward(job, r, b);
   } else {
+    fp8_forward_casts(job, b, "mlp_fc1", d(r.norm_tokens) * d(r.hidden),
+                      d(r.hidden) * d(mlp_in_columns(job, r.ffn)), true);
     sp_gather_forward(job, r, b, "mlp_input_gather");
     dense_mlp_forward(job, r, b, "mlp", r.ffn);
   }
@@ -111,9 +119,11 @@ void layer_backward(const Job& job, const RankShape& r, Builder& b) {
   }
   norm_backward(job, r, b, "mlp_norm_bwd");
   residual_backward(job, r, b, "attn_residual_bwd");
+  fp8_grad_cast(job, b, "attn_out", d(r.norm_tokens) * d(r.hidden));
   row_linear_backward(r, b, "attn_out", r.heads * d_h, r.hidden);
   attention_core_backward(job, r, b);
   rope_backward(job, r, b);
+  fp8_grad_cast(job, b, "qkv", d(r.tokens) * d(qkv_out));
   column_linear_backward(r, b, "qkv", r.hidden, qkv_out, qkv_model_fraction(job, r));
   norm_backward(job, r, b, "attn_norm_bwd");
 }
@@ -151,8 +161,7 @@ std::vector<Op> split_backward(std::vector<Op> ops, Pass pass) {
 /// the backward, element-wise ops included. torchao Float8 linears call
 /// _scaled_mm, which the list does not name: every linear runs again.
 std::vector<Op> matmul_save_list(const Job& job, const RankShape& r, std::vector<Op> ops) {
-  const bool float8 = job.training.precision == sim::NumberFormat::kFp8 &&
-                      job.software.fp8.recipe != Fp8Recipe::kNone;
+  const bool float8 = ops::fp8_linears(job);
   const bool swiglu = job.model.mlp == MlpKind::kSwiglu;
   auto recompute_columns = [&](const Op& op) -> int64_t {
     if (float8) return op.gemm.n;
@@ -254,7 +263,10 @@ RankShape rank_shape(const Job& job) {
   r.ffn = m.ffn_hidden / p.tp;
   r.vocab = (m.vocab + p.tp - 1) / p.tp;
   r.e = activation_element_bytes(job);
-  r.gemm_format = job.training.precision;
+  // Under a framework without fp8 the GEMMs stay 16-bit.
+  r.gemm_format = job.training.precision == sim::NumberFormat::kFp8 && !ops::fp8_linears(job)
+                      ? sim::NumberFormat::kBf16
+                      : job.training.precision;
   r.act_format = job.training.precision == sim::NumberFormat::kFp32 ? sim::NumberFormat::kFp32
                                                                     : sim::NumberFormat::kBf16;
   r.flash = job.options.flash_attention;
@@ -322,7 +334,9 @@ std::vector<Op> embedding_ops(const Job& job, Pass pass) {
 }
 
 std::vector<Op> head_ops(const Job& job, Pass pass) {
-  const RankShape r = rank_shape(job);
+  RankShape r = rank_shape(job);
+  // The vocabulary projection stays 16-bit unless the framework puts it in fp8.
+  if (!job.software.fp8.output_layer) r.gemm_format = r.act_format;
   const double logits = d(r.tokens) * d(r.vocab);
   if (pass == Pass::kRecompute) return {};
   if (pass == Pass::kForward) {

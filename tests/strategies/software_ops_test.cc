@@ -3,6 +3,8 @@
 // implementation's kernels (kernels-host-power.md 2.1-2.6).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "strategies/workload.h"
 #include "tests/strategies/test_util.h"
 
@@ -95,6 +97,62 @@ TEST(LossOps, Fp32LogitsCostWhatTheirKernelsMove) {
   EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kVocabParallelFp32), 52);
   EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kFp32Upcast), 48);  // notes 2.6: ~44-52
   EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kFused), 6);        // notes 2.6: ~6
+}
+
+/// fp8 cast kernels of one layer pass, in units of N = tokens x hidden.
+Tally fp8_casts(const Job& job, Pass pass) {
+  Tally t;
+  const double n = 8192.0 * 4096.0;
+  for (const Op& op : layer_ops(job, pass)) {
+    if (op.name.find("fp8_cast") == std::string::npos) continue;
+    t.bytes_per_n += static_cast<double>(op.count) * op.memory.bytes / n;
+    t.kernels += op.kernels * static_cast<int>(op.count);
+  }
+  return t;
+}
+
+TEST(Fp8Ops, TransformerEngineCastsWhatItsNormsDoNotWrite) {
+  Job job = llama8b({});
+  EXPECT_EQ(fp8_casts(job, Pass::kForward).kernels, 0);  // bf16: no casts
+  job.training.precision = sim::NumberFormat::kFp8;
+  // Cast-transpose at 4 B per element of the inputs of attn_out (N) and fc2
+  // (3.5 N); the norms write the qkv and fc1 inputs in fp8; weights cached.
+  const Tally fwd = fp8_casts(job, Pass::kForward);
+  EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 4 * (1 + 3.5));
+  EXPECT_EQ(fwd.kernels, 2);
+  // Output gradients of attn_out (N), qkv (1.5 N), fc2 (N), fc1 (7 N).
+  const Tally bwd = fp8_casts(job, Pass::kBackward);
+  EXPECT_DOUBLE_EQ(bwd.bytes_per_n, 4 * (1 + 1.5 + 1 + 7));
+  EXPECT_EQ(bwd.kernels, 4);
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.name == "qkv") EXPECT_EQ(op.format, sim::NumberFormat::kFp8);
+  }
+  for (const Op& op : head_ops(job, Pass::kForward)) {
+    if (op.name == "logits") EXPECT_EQ(op.format, sim::NumberFormat::kBf16);  // output layer bf16
+  }
+}
+
+TEST(Fp8Ops, TorchaoDynamicScalingCastsInputsAndWeightsEveryCall) {
+  Job job = llama8b(torchtitan_eager());
+  job.training.precision = sim::NumberFormat::kFp8;
+  job.software.fp8.recipe = Fp8Recipe::kTorchaoDynamic;
+  job.software.fp8.casts = ChainImpl::kEager;
+  job.software.fp8.cast_fused_with_norm = false;
+  job.software.fp8.weight_cast = WeightCast::kPerCall;
+  // Inputs: qkv N, attn_out N, fc1 N, fc2 3.5 N; weights (in units of N =
+  // 8192 x 4096): 6144 + 4096 + 28672 + 14336 columns of 4096 over 8192 rows.
+  const double weights = (6144.0 + 4096 + 28672 + 14336) / 8192;
+  const Tally eager = fp8_casts(job, Pass::kForward);
+  EXPECT_DOUBLE_EQ(eager.bytes_per_n, 19 * (6.5 + weights));
+  EXPECT_EQ(eager.kernels, 6 * 8);
+  job.software.fp8.casts = ChainImpl::kFused;  // compiled: amax pass + cast
+  EXPECT_DOUBLE_EQ(fp8_casts(job, Pass::kForward).bytes_per_n, 6 * (6.5 + weights));
+  // A framework without fp8 runs the GEMMs in bf16 and casts nothing.
+  job.software.fp8.recipe = Fp8Recipe::kNone;
+  EXPECT_EQ(fp8_casts(job, Pass::kForward).kernels, 0);
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.name == "qkv") EXPECT_EQ(op.format, sim::NumberFormat::kBf16);
+  }
 }
 
 }  // namespace
