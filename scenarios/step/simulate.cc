@@ -136,6 +136,14 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
         b.recompute += c.recompute_s;
       }
       b.optimizer += c.optimizer_s;
+      ComputeSplit& split = b.compute_split;
+      const double kernels_s = c.gemm_s + c.attention_s + c.memory_bound_s;
+      split.gemm += c.gemm_s;
+      split.attention += c.attention_s;
+      split.memory_bound += c.memory_bound_s;
+      split.host_idle += c.host_idle_s;
+      split.optimizer += c.optimizer_s;
+      split.comm_contention += c.compute_s + c.recompute_s - kernels_s + stretched;
       for (size_t d = 0; d < c.exposed_comm_s.size(); ++d) {
         add_exposed(b.exposed_comm, static_cast<Dim>(d), c.exposed_comm_s[d]);
       }

@@ -25,8 +25,8 @@ strategies::Job job_of(const ScenarioSpec& spec, const strategies::ParallelPlan&
   strategies::Job job{spec.model, spec.training, plan, spec.options, software_policy(spec)};
   // Scores stay out of HBM only when the option allows it and the framework
   // has a flash kernel.
-  job.options.flash_attention =
-      spec.options.flash_attention && spec.software.attention != hwmodels::AttentionKernel::kUnfused;
+  job.options.flash_attention = spec.options.flash_attention &&
+                                spec.software.attention != hwmodels::AttentionKernel::kUnfused;
   return job;
 }
 

@@ -106,8 +106,23 @@ class Pricer {
   std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
 };
 
-void add_role(WorkCost& cost, OpRole role, double seconds) {
-  switch (role) {
+/// Books `seconds` of `op` (its price alone: `alone_s`) under its role and,
+/// outside the optimizer, its kernel kind.
+void add_op(WorkCost& cost, const Op& op, double seconds, double alone_s) {
+  if (op.role != OpRole::kOptimizer) {
+    switch (op.kind) {
+      case OpKind::kGemm:
+        cost.gemm_s += alone_s;
+        break;
+      case OpKind::kAttention:
+        cost.attention_s += alone_s;
+        break;
+      default:
+        cost.memory_bound_s += alone_s;
+        break;
+    }
+  }
+  switch (op.role) {
     case OpRole::kRecompute:
       cost.recompute_s += seconds;
       break;
@@ -186,7 +201,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double tx = pricer.collective_time(comm.collective, group_of(comm.collective.dim));
         const double share = pricer.comm_sm_share(group_of(comm.collective.dim));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
-        add_role(cost, compute.role, count * tc);
+        add_op(cost, compute, count * tc, count * alone);
         cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] +=
             count * std::max(0.0, tx - tc);
@@ -197,7 +212,8 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double tx = pricer.collective_time(op.collective, group_of(op.collective.dim));
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
       } else {
-        add_role(cost, op.role, count * pricer.op_time(work, s, i));
+        const double t = count * pricer.op_time(work, s, i);
+        add_op(cost, op, t, t);
       }
     }
   }
@@ -207,7 +223,8 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   // issue time. A synchronisation drains the queue: what the host does next
   // (its sync round trip, the framework's hooks) is not hidden.
   const strategies::HostWork& h = w.host;
-  cost.host_s = issue_s + static_cast<double>(h.compiled_region_calls) * host.compiled_region_call_s +
+  cost.host_s = issue_s +
+                static_cast<double>(h.compiled_region_calls) * host.compiled_region_call_s +
                 h.dtensor_dispatches * host.dtensor_dispatch_s;
   const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s;
   double duration = 0;

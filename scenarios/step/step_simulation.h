@@ -48,6 +48,9 @@ struct WorkCost {
   double compute_s = 0;    ///< forward / backward kernels
   double recompute_s = 0;  ///< kernels of recompute ops
   double optimizer_s = 0;  ///< optimizer kernels
+  /// compute_s + recompute_s by kernel kind, as priced alone (without
+  /// comm_contention_s).
+  double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
   /// In-task collectives not hidden under compute, by strategies::Dim.
   std::array<double, strategies::kDims> exposed_comm_s{};
   /// In-task collectives hidden under compute (reported, not on the critical path).
