@@ -106,13 +106,17 @@ double attention_pairs(const AttentionShape& s) {
   return rows * (rows + 1) / 2;
 }
 
-double tensor_power_factor(const GpuSpec& gpu) {
+double tensor_power_ratio(double watts, double reference_watts) {
   constexpr double kStaticW = 100;  // P0
   constexpr double kExponent = 2;   // a
-  const double board = gpu.board_power_w;
+  if (!(reference_watts > kStaticW) || !(watts > 0)) return 1.0;
+  return std::pow(std::max(0.0, watts - kStaticW) / (reference_watts - kStaticW), 1.0 / kExponent);
+}
+
+double tensor_power_factor(const GpuSpec& gpu) {
   const double cap = gpu.power_limit_w;
-  if (!(board > kStaticW) || !(cap > 0) || cap >= board) return 1.0;
-  return std::pow(std::max(0.0, cap - kStaticW) / (board - kStaticW), 1.0 / kExponent);
+  if (!(cap > 0) || cap >= gpu.board_power_w) return 1.0;
+  return tensor_power_ratio(cap, gpu.board_power_w);
 }
 
 GpuModel::GpuModel(GpuSpec gpu) : gpu_(std::move(gpu)), power_factor_(tensor_power_factor(gpu_)) {
@@ -171,9 +175,10 @@ KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format)
   const double batch = static_cast<double>(shape.batch);
   const double flops = 2.0 * m * n * k * batch;
   // A, B read once and C written once: the minimum traffic; a well-tiled GEMM
-  // re-reads operands from L2, not HBM. fp8 GEMMs write a 16-bit C
-  // (Transformer Engine / cuBLASLt outputs bf16), others C in their format.
-  const double out_bytes = format == sim::NumberFormat::kFp8 ? 2.0 : element_bytes(format);
+  // re-reads operands from L2, not HBM. 8-bit GEMMs write a 16-bit C (fp8:
+  // Transformer Engine / cuBLASLt output bf16; int8: AQT dequantizes the
+  // int32 accumulator to bf16), others C in their format.
+  const double out_bytes = element_bytes(format) < 2.0 ? 2.0 : element_bytes(format);
   const double bytes = ((m * k + k * n) * element_bytes(format) + m * n * out_bytes) * batch;
   const double bandwidth = gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction;
   return finish(flops, bytes, peak, eff.total() * power_factor_, bandwidth, params_.mem_latency_s);

@@ -107,6 +107,12 @@ double causal_block_fill(const AttentionShape& shape, int64_t tile);
 /// Memory-bound kernels draw less than the cap and are not affected.
 double tensor_power_factor(const GpuSpec& gpu);
 
+/// The same model between any two board powers: tensor-core throughput at
+/// `watts` over that at `reference_watts` (above 1 for more power: a GPU
+/// whose only measurements are a same-silicon sibling's at a lower board
+/// power, GB300 at 1400 W from GB200's at 1200 W). 1 when either is unknown.
+double tensor_power_ratio(double watts, double reference_watts);
+
 /// GPU kernel costs. Holds its spec and parameters by value.
 class GpuModel {
  public:
