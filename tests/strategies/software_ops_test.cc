@@ -125,10 +125,14 @@ TEST(Fp8Ops, TransformerEngineCastsWhatItsNormsDoNotWrite) {
   EXPECT_DOUBLE_EQ(bwd.bytes_per_n, 4 * (1 + 1.5 + 1 + 7));
   EXPECT_EQ(bwd.kernels, 4);
   for (const Op& op : layer_ops(job, Pass::kForward)) {
-    if (op.name == "qkv") EXPECT_EQ(op.format, sim::NumberFormat::kFp8);
+    if (op.name == "qkv") {
+      EXPECT_EQ(op.format, sim::NumberFormat::kFp8);
+    }
   }
   for (const Op& op : head_ops(job, Pass::kForward)) {
-    if (op.name == "logits") EXPECT_EQ(op.format, sim::NumberFormat::kBf16);  // output layer bf16
+    if (op.name == "logits") {
+      EXPECT_EQ(op.format, sim::NumberFormat::kBf16);  // the output layer stays bf16
+    }
   }
 }
 
@@ -151,7 +155,9 @@ TEST(Fp8Ops, TorchaoDynamicScalingCastsInputsAndWeightsEveryCall) {
   job.software.fp8.recipe = Fp8Recipe::kNone;
   EXPECT_EQ(fp8_casts(job, Pass::kForward).kernels, 0);
   for (const Op& op : layer_ops(job, Pass::kForward)) {
-    if (op.name == "qkv") EXPECT_EQ(op.format, sim::NumberFormat::kBf16);
+    if (op.name == "qkv") {
+      EXPECT_EQ(op.format, sim::NumberFormat::kBf16);
+    }
   }
 }
 
