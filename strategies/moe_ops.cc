@@ -65,10 +65,14 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
     b.collective("moe_expert_gather", Dim::kTp, CollectiveKind::kAllGather,
                  s.expert_rows * h * r.e);
   }
+  const double experts_here = d(s.local_experts);
+  fp8_forward_casts(job, b, "moe_expert_fc1", s.expert_rows * h, experts_here * h * d(n1), false);
   b.grouped_gemm("moe_expert_fc1", s.rows_per_expert, n1, r.hidden, s.local_experts,
                  2 * s.expert_rows * d(n1) * h)
       .saved_bytes = s.expert_rows * h * r.e;
   activation_forward(job, r, b, "moe_expert", s.expert_rows, s.ffn);
+  fp8_forward_casts(job, b, "moe_expert_fc2", s.expert_rows * d(s.ffn), experts_here * d(s.ffn) * h,
+                    false);
   b.grouped_gemm("moe_expert_fc2", s.rows_per_expert, r.hidden, s.ffn, s.local_experts,
                  2 * s.expert_rows * d(s.ffn) * h)
       .saved_bytes = s.expert_rows * d(s.ffn) * r.e;
@@ -99,11 +103,13 @@ void moe_backward(const Job& job, const RankShape& r, Builder& b) {
   }
   const double fc2_flops = 2 * s.expert_rows * d(s.ffn) * h;
   const double fc1_flops = 2 * s.expert_rows * d(n1) * h;
+  fp8_grad_cast(job, b, "moe_expert_fc2", s.expert_rows * h);
   b.grouped_gemm("moe_expert_fc2_dgrad", rows, s.ffn, r.hidden, local, fc2_flops);
   b.set_role(OpRole::kWeightGrad);
   b.grouped_gemm("moe_expert_fc2_wgrad", s.ffn, r.hidden, rows, local, fc2_flops);
   b.set_role(OpRole::kInputGrad);
   activation_backward(job, r, b, "moe_expert", s.expert_rows, s.ffn);
+  fp8_grad_cast(job, b, "moe_expert_fc1", s.expert_rows * d(n1));
   b.grouped_gemm("moe_expert_fc1_dgrad", rows, r.hidden, n1, local, fc1_flops);
   b.set_role(OpRole::kWeightGrad);
   b.grouped_gemm("moe_expert_fc1_wgrad", r.hidden, n1, rows, local, fc1_flops);

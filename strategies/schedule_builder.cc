@@ -153,6 +153,11 @@ void Builder::build_rank(size_t ri) {
     }
   }
   std::vector<bool> chunk_started(static_cast<size_t>(v_), false);
+  const DataParallelPolicy& dp = job_.software.data_parallel;
+  // FSDP1's BACKWARD_POST issues the next unit's gather after the current
+  // unit's gradients, DeepSpeed's 2021 ZeRO-3 when a unit is reached:
+  // either way the backward waits for it.
+  const bool backward_prefetch = dp.backward_prefetch == BackwardPrefetch::kPre;
 
   for (size_t si = 0; si < st.order.size(); ++si) {
     const Slot& slot = st.order[si];
@@ -186,7 +191,7 @@ void Builder::build_rank(size_t ri) {
         const Piece& p = pieces[i];
         double gathered = 0;
         std::vector<TaskId> gathers;
-        if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+        if (zero_ == 3) gathers = zero3_gather(p, slot, c, dp.forward_prefetch, &gathered);
         if (by_bucket) gathers = bucket_gathers[i];
         Task t = compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p));
         t.alloc_bytes = stored(c, p);
@@ -220,13 +225,22 @@ void Builder::build_rank(size_t ri) {
         const Piece& p = pieces[i];
         double gathered = 0;
         std::vector<TaskId> gathers;
-        if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+        if (zero_ == 3) gathers = zero3_gather(p, slot, c, backward_prefetch, &gathered);
         TaskId first = kNoTask;
+        std::vector<TaskId> regathered;
         if (recompute_) {
+          // DeepSpeed: the recompute's post-forward hook releases the
+          // weights and the backward's pre-hook gathers them again.
+          const bool regather = zero_ == 3 && dp.regather_for_recompute;
           Task r = compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p));
           r.alloc_bytes = transient(p);
+          if (regather) r.free_bytes = gathered;
           first = add(r);
           for (TaskId g : gathers) dep(first, g);
+          if (regather) {
+            consumers_.push_back(first);
+            regathered = zero3_gather(p, slot, c, false, &gathered);
+          }
         }
         Task bt = compute(zb_ ? TaskKind::kBackwardInput : TaskKind::kBackward, slot, c, p,
                           work(zb_ ? Pass::kBackwardInput : Pass::kBackward, p));
@@ -243,6 +257,7 @@ void Builder::build_rank(size_t ri) {
         }
         bt.free_bytes += gathered;
         b = add(bt);
+        for (TaskId g : regathered) dep(b, g);
         if (first == kNoTask) {
           first = b;
           for (TaskId g : gathers) dep(b, g);

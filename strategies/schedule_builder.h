@@ -174,11 +174,12 @@ class Builder {
   std::vector<TaskId> param_gather(const Piece& p, int32_t chunk, int32_t model_chunk, int32_t mb,
                                    double* allocated);
 
-  /// ZeRO-3 gather before compute piece number consumers_.size(): prefetch
-  /// one ahead (waits for the consumer two back) with overlap_dp, else none
-  /// (waits for the previous consumer).
+  /// ZeRO-3 gather before compute piece number consumers_.size(): prefetched
+  /// one ahead (waits for the consumer two back) when overlap_dp and the
+  /// framework prefetches in this pass (`prefetch`), else issued when the
+  /// previous consumer is done (exposed).
   std::vector<TaskId> zero3_gather(const Piece& p, const Slot& slot, const ChunkPlan& c,
-                                   double* allocated);
+                                   bool prefetch, double* allocated);
 
   // -- one rank --
   void build_rank(size_t ri);

@@ -66,10 +66,10 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
 }
 
 std::vector<TaskId> Builder::zero3_gather(const Piece& p, const Slot& slot, const ChunkPlan& c,
-                                          double* allocated) {
+                                          bool prefetch, double* allocated) {
   std::vector<TaskId> gathers = param_gather(
       p, slot.chunk, static_cast<int32_t>(c.info.model_chunk), slot.micro_batch, allocated);
-  const size_t back = job_.options.overlap_dp ? 2 : 1;
+  const size_t back = job_.options.overlap_dp && prefetch ? 2 : 1;
   if (consumers_.size() >= back) {
     for (TaskId g : gathers) dep(g, consumers_[consumers_.size() - back]);
   }

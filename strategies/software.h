@@ -147,6 +147,9 @@ struct OptimizerPolicy {
 /// The schedule-policy face of a software preset.
 struct SoftwarePolicy {
   ElementwisePolicy elementwise;
+  /// Compiled element-wise code is entered once per block and pass
+  /// (torch.compile per TransformerBlock), not once per step (XLA).
+  bool compiled_block_calls = false;
   LossImpl loss = LossImpl::kVocabParallelFp32;
   SelectiveRecompute selective = SelectiveRecompute::kAttentionCore;
   /// Unfused attention: the fused softmax kernel takes at most this many

@@ -104,6 +104,10 @@ struct Op {
   double saved_core_bytes = 0;
   /// Attention-core op: recomputed under selective recompute.
   bool attention_core = false;
+  /// GPU kernels one instance launches (an eager chain of PyTorch ops is one
+  /// op of several kernels): each pays its launch and memory latency, and
+  /// the host issues each.
+  int32_t kernels = 1;
 
   bool is_compute() const { return kind != OpKind::kCollective; }
 };
@@ -116,10 +120,19 @@ struct Segment {
   std::vector<Op> ops;
 };
 
+/// What the host does for a work besides issuing its kernels.
+struct HostWork {
+  int64_t compiled_region_calls = 0;  ///< calls into compiled regions (one per block and pass)
+  int64_t hooked_units = 0;           ///< sharding-framework hook calls (per unit and pass)
+  int64_t syncs = 0;                  ///< host synchronisations inside the work
+  double dtensor_dispatches = 0;      ///< ops dispatched tensor by tensor through DTensor
+};
+
 /// What one task runs. Many tasks share one work (all forwards of a chunk).
 struct Work {
   std::string name;
   std::vector<Segment> segments;
+  HostWork host;
 
   /// Hardware FLOPs of the whole work (collectives excluded).
   double flops() const;

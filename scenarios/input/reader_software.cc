@@ -108,11 +108,12 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   h.unit_hook_s = seconds("/software/host/unit_hook", h.unit_hook_s);
   h.sync_s = seconds("/software/host/sync", h.sync_s);
   h.dtensor_dispatch_s = seconds("/software/host/dtensor_dispatch", h.dtensor_dispatch_s);
+  using hwmodels::CudaGraphs;
   const std::pair<const char*, CudaGraphs> graphs[] = {
       {"none", CudaGraphs::kNone},
       {"per_layer", CudaGraphs::kPerLayer},
       {"full_iteration", CudaGraphs::kFullIteration}};
-  s.cuda_graphs = pick(choice("/software/host/cuda_graphs"), graphs, s.cuda_graphs);
+  h.graphs = pick(choice("/software/host/cuda_graphs"), graphs, h.graphs);
 
   const std::pair<const char*, P2pMode> p2p[] = {{"async", P2pMode::kAsync},
                                                  {"blocking_sync", P2pMode::kBlockingSync}};

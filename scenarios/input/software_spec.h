@@ -17,9 +17,6 @@ struct Mechanism {
   std::string source;  ///< the preset's source, or "set in the scenario"
 };
 
-/// CUDA graph use (host group).
-enum class CudaGraphs : uint8_t { kNone, kPerLayer, kFullIteration };
-
 /// The `software` section as read (scenario-format.md v1.1): the training
 /// framework that runs the plan, group by group as the JSON has it. The
 /// step composes it with the rest of the scenario into the strategies'
@@ -33,8 +30,7 @@ struct SoftwareSpec {
   int64_t fused_softmax_max_keys = 4096;
   strategies::ElementwisePolicy elementwise;
   strategies::LossImpl loss = strategies::LossImpl::kVocabParallelFp32;
-  hwmodels::HostCost host;
-  CudaGraphs cuda_graphs = CudaGraphs::kNone;
+  hwmodels::HostCost host;  ///< with host.graphs, the host group's cuda_graphs
   strategies::P2pMode p2p = strategies::P2pMode::kAsync;
   strategies::DataParallelPolicy data_parallel;
   strategies::SelectiveRecompute selective = strategies::SelectiveRecompute::kAttentionCore;

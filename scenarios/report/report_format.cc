@@ -107,7 +107,14 @@ json report_to_json(const Report& r) {
                           {"dp", b.exposed_comm.dp},
                           {"ep", b.exposed_comm.ep}}},
                         {"bubble", b.bubble},
-                        {"optimizer", b.optimizer}};
+                        {"optimizer", b.optimizer},
+                        {"compute_split",
+                         {{"gemm", b.compute_split.gemm},
+                          {"attention", b.compute_split.attention},
+                          {"memory_bound", b.compute_split.memory_bound},
+                          {"host_idle", b.compute_split.host_idle},
+                          {"optimizer", b.compute_split.optimizer},
+                          {"comm_contention", b.compute_split.comm_contention}}}};
   json stages = json::array();
   for (const StageMemory& s : r.per_stage) {
     stages.push_back({{"stage", s.stage},
@@ -162,6 +169,18 @@ Result<Report> report_from_json(const json& in) {
       r.breakdown.exposed_comm.pp = read.number(*c, "pp", path);
       r.breakdown.exposed_comm.dp = read.number(*c, "dp", path);
       r.breakdown.exposed_comm.ep = read.number(*c, "ep", path);
+    }
+    // An extension key: reports written before it have none.
+    if (b->contains("compute_split")) {
+      const json& c = (*b)["compute_split"];
+      const std::string path = "/breakdown_s/compute_split";
+      ComputeSplit& split = r.breakdown.compute_split;
+      split.gemm = read.number(c, "gemm", path);
+      split.attention = read.number(c, "attention", path);
+      split.memory_bound = read.number(c, "memory_bound", path);
+      split.host_idle = read.number(c, "host_idle", path);
+      split.optimizer = read.number(c, "optimizer", path);
+      split.comm_contention = read.number(c, "comm_contention", path);
     }
   }
   if (const json* m = read.at(in, "memory", "/memory")) {
@@ -263,6 +282,17 @@ std::string format_report_text(const Report& r) {
                                                   {"  pipeline bubble", b.bubble},
                                                   {"  optimizer", b.optimizer}};
   for (const auto& [label, seconds] : terms) {
+    parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
+  }
+  const ComputeSplit& cs = b.compute_split;
+  parts.push_back({"  compute + recompute + optimizer were:", "", ""});
+  const std::pair<const char*, double> split[] = {{"    GEMMs", cs.gemm},
+                                                  {"    attention", cs.attention},
+                                                  {"    memory-bound kernels", cs.memory_bound},
+                                                  {"    waiting for the host", cs.host_idle},
+                                                  {"    optimizer kernels", cs.optimizer},
+                                                  {"    lost to NCCL's SMs", cs.comm_contention}};
+  for (const auto& [label, seconds] : split) {
     parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
   }
   out += '\n';

@@ -24,6 +24,17 @@ struct ExposedComm {
   double total() const { return tp + cp + pp + dp + ep; }
 };
 
+/// What the compute stream's busy time (compute + recompute + optimizer of
+/// the Breakdown) was made of, seconds: the parts add up to those three.
+struct ComputeSplit {
+  double gemm = 0;             ///< matrix products (forward, backward, recompute)
+  double attention = 0;        ///< attention kernels (flash, or the unfused score products)
+  double memory_bound = 0;     ///< element-wise kernels, norms, casts, the loss
+  double host_idle = 0;        ///< the GPU waiting for the host to issue kernels
+  double optimizer = 0;        ///< optimizer and gradient-clipping kernels
+  double comm_contention = 0;  ///< compute slowed by the SMs NCCL kernels hold
+};
+
 /// Where the step time went on the critical stage, seconds. The parts add up
 /// to the step time.
 struct Breakdown {
@@ -32,6 +43,7 @@ struct Breakdown {
   ExposedComm exposed_comm;
   double bubble = 0;     ///< pipeline idle time
   double optimizer = 0;  ///< optimizer step
+  ComputeSplit compute_split;
 };
 
 /// The report of one simulated training step (scenario-format.md, "The report").

@@ -125,13 +125,25 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       // What NCCL kernels of other streams took from the task's SMs while it
       // ran stretched it beyond its price: compute time too.
       const double stretched = std::max(0.0, seconds(tt.end) - seconds(tt.start) - c.duration_s);
+      // Time the GPU waits for the host counts with the task's own kind.
       if (task.kind == TaskKind::kRecompute) {
-        b.recompute += c.compute_s + c.recompute_s + stretched;
-      } else {
+        b.recompute += c.compute_s + c.recompute_s + stretched + c.host_idle_s;
+      } else if (task.kind == TaskKind::kOptimizer) {
         b.compute += c.compute_s + stretched;
+        b.optimizer += c.host_idle_s;
+      } else {
+        b.compute += c.compute_s + stretched + c.host_idle_s;
         b.recompute += c.recompute_s;
       }
       b.optimizer += c.optimizer_s;
+      ComputeSplit& split = b.compute_split;
+      const double kernels_s = c.gemm_s + c.attention_s + c.memory_bound_s;
+      split.gemm += c.gemm_s;
+      split.attention += c.attention_s;
+      split.memory_bound += c.memory_bound_s;
+      split.host_idle += c.host_idle_s;
+      split.optimizer += c.optimizer_s;
+      split.comm_contention += c.compute_s + c.recompute_s - kernels_s + stretched;
       for (size_t d = 0; d < c.exposed_comm_s.size(); ++d) {
         add_exposed(b.exposed_comm, static_cast<Dim>(d), c.exposed_comm_s[d]);
       }
@@ -181,6 +193,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
   const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
+  if (std::vector<Problem> problems = software_problems(spec); !problems.empty()) return problems;
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
                                  "the job needs " + std::to_string(spec.gpus) +

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -78,6 +79,9 @@ class Pricer {
     return std::clamp(static_cast<double>(held) / sms, 0.0, 0.9);
   }
 
+  /// The framework's host costs.
+  const hwmodels::HostCost& host() const { return hw_.kernels.host; }
+
   /// Seconds an in-task collective takes among `group` (priced alone).
   double collective_time(const strategies::CollectiveShape& c, const std::vector<int64_t>& group) {
     if (group.size() <= 1 || c.bytes <= 0) return 0.0;
@@ -92,7 +96,9 @@ class Pricer {
   }
 
  private:
-  double price_compute(const Op& op) const { return price_op(op, hw_.gpu, schedule_.job).time_s; }
+  double price_compute(const Op& op) const {
+    return price_op(op, hw_.gpu, schedule_.job, hw_.kernels.attention).time_s;
+  }
 
   const Schedule& schedule_;
   const StepHardware& hw_;
@@ -101,8 +107,23 @@ class Pricer {
   std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
 };
 
-void add_role(WorkCost& cost, OpRole role, double seconds) {
-  switch (role) {
+/// Books `seconds` of `op` (its price alone: `alone_s`) under its role and,
+/// outside the optimizer, its kernel kind.
+void add_op(WorkCost& cost, const Op& op, double seconds, double alone_s) {
+  if (op.role != OpRole::kOptimizer) {
+    switch (op.kind) {
+      case OpKind::kGemm:
+        cost.gemm_s += alone_s;
+        break;
+      case OpKind::kAttention:
+        cost.attention_s += alone_s;
+        break;
+      default:
+        cost.memory_bound_s += alone_s;
+        break;
+    }
+  }
+  switch (op.role) {
     case OpRole::kRecompute:
       cost.recompute_s += seconds;
       break;
@@ -113,6 +134,30 @@ void add_role(WorkCost& cost, OpRole role, double seconds) {
       cost.compute_s += seconds;
       break;
   }
+}
+
+/// Host seconds issuing a segment's kernels: a dispatch per kernel (the
+/// backward's from the autograd engine), or one graph launch per layer when
+/// the layers replay from CUDA graphs (none at all when the whole iteration
+/// is one graph).
+double segment_issue_s(const hwmodels::HostCost& host, const strategies::Segment& seg) {
+  const double repeat = static_cast<double>(seg.repeat);
+  switch (host.graphs) {
+    case hwmodels::CudaGraphs::kFullIteration:
+      return 0;
+    case hwmodels::CudaGraphs::kPerLayer:
+      if (seg.name == "layer") return repeat * host.graph_launch_s;
+      break;
+    case hwmodels::CudaGraphs::kNone:
+      break;
+  }
+  double issue = 0;
+  for (const Op& op : seg.ops) {
+    const bool backward = op.role == OpRole::kInputGrad || op.role == OpRole::kWeightGrad;
+    issue += static_cast<double>(op.count) * static_cast<double>(op.kernels) *
+             (backward ? host.dispatch_backward_s : host.dispatch_forward_s);
+  }
+  return repeat * issue;
 }
 
 /// `slowdown` stretches the work's compute ops (a slow GPU, or a peer of one
@@ -127,9 +172,12 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     if (g.empty()) g = schedule.layout.group(rank, group_kind_of(dim));
     return g;
   };
+  const hwmodels::HostCost& host = pricer.host();
+  double issue_s = 0;  // host time issuing the work's kernels
   for (size_t s = 0; s < w.segments.size(); ++s) {
     const strategies::Segment& seg = w.segments[s];
     const double repeat = static_cast<double>(seg.repeat);
+    issue_s += segment_issue_s(host, seg);
     // A collective paired with a compute op runs beside it, step by step:
     // each of the `count` steps lasts the longer of the two. While the NCCL
     // kernel runs it holds `share` of the SMs, so the compute op progresses
@@ -157,7 +205,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double tx = pricer.collective_time(comm.collective, group_of(comm.collective.dim));
         const double share = pricer.comm_sm_share(group_of(comm.collective.dim));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
-        add_role(cost, compute.role, count * tc);
+        add_op(cost, compute, count * tc, count * alone);
         cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] +=
             count * std::max(0.0, tx - tc);
@@ -168,12 +216,32 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double tx = pricer.collective_time(op.collective, group_of(op.collective.dim));
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
       } else {
-        add_role(cost, op.role, count * slowdown * pricer.op_time(work, s, i));
+        const double t = count * slowdown * pricer.op_time(work, s, i);
+        add_op(cost, op, t, t);
       }
     }
   }
-  cost.duration_s = cost.compute_s + cost.recompute_s + cost.optimizer_s;
-  for (double e : cost.exposed_comm_s) cost.duration_s += e;
+  const double gpu_s = std::accumulate(cost.exposed_comm_s.begin(), cost.exposed_comm_s.end(),
+                                       cost.compute_s + cost.recompute_s + cost.optimizer_s);
+  // The host issues kernels ahead of the GPU: a task lasts at least its
+  // issue time. A synchronisation drains the queue: what the host does next
+  // (its sync round trip, the framework's hooks) is not hidden.
+  const strategies::HostWork& h = w.host;
+  cost.host_s = issue_s +
+                static_cast<double>(h.compiled_region_calls) * host.compiled_region_call_s +
+                h.dtensor_dispatches * host.dtensor_dispatch_s;
+  const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s;
+  double duration = 0;
+  if (h.syncs > 0) {
+    cost.host_s += hooks_s + static_cast<double>(h.syncs) * host.sync_s;
+    duration = std::max(gpu_s, cost.host_s - hooks_s) + hooks_s +
+               static_cast<double>(h.syncs) * (host.sync_s + host.dispatch_forward_s);
+  } else {
+    cost.host_s += hooks_s;
+    duration = std::max(gpu_s, cost.host_s);
+  }
+  cost.host_idle_s = duration - gpu_s;
+  cost.duration_s = duration;
   return cost;
 }
 
@@ -290,7 +358,8 @@ class ImageCounter {
 }  // namespace
 
 hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
-                              const strategies::Job& job) {
+                              const strategies::Job& job,
+                              std::optional<hwmodels::AttentionKernel> attention) {
   switch (op.kind) {
     case OpKind::kGemm:
       return gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format);
@@ -305,12 +374,24 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       shape.head_dim = a.head_dim;
       shape.causal = a.causal;
       shape.dropout = strategies::uses_dropout(job.model);
-      return gpu.attention_time(shape,
-                                a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
-                                a.flash, op.format);
+      const hwmodels::Pass pass = a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward;
+      if (a.flash && attention) return gpu.attention_time(shape, pass, *attention, op.format);
+      return gpu.attention_time(shape, pass, a.flash, op.format);
     }
-    case OpKind::kMemoryBound:
-      return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);
+    case OpKind::kMemoryBound: {
+      // An op of several kernels (an eager chain): each moves its share and
+      // pays its own latency and launch.
+      const double kernels = static_cast<double>(std::max(1, op.kernels));
+      hwmodels::KernelCost cost =
+          gpu.memory_bound_time(op.memory.bytes / kernels, op.memory.flops / kernels, op.format);
+      cost.time_s *= kernels;
+      cost.flops *= kernels;
+      cost.bytes *= kernels;
+      cost.compute_s *= kernels;
+      cost.memory_s *= kernels;
+      cost.kernels = op.kernels;
+      return cost;
+    }
     case OpKind::kCollective:
       break;
   }

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "hwmodels/collectives.h"
@@ -48,6 +49,9 @@ struct WorkCost {
   double compute_s = 0;    ///< forward / backward kernels
   double recompute_s = 0;  ///< kernels of recompute ops
   double optimizer_s = 0;  ///< optimizer kernels
+  /// compute_s + recompute_s by kernel kind, as priced alone (without
+  /// comm_contention_s).
+  double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
   /// In-task collectives not hidden under compute, by strategies::Dim.
   std::array<double, strategies::kDims> exposed_comm_s{};
   /// In-task collectives hidden under compute (reported, not on the critical path).
@@ -55,6 +59,12 @@ struct WorkCost {
   /// Part of compute_s + recompute_s that compute ops lose to the SMs held
   /// by NCCL kernels of collectives paired with them.
   double comm_contention_s = 0;
+  /// What the host spends issuing the work (kernel dispatch, compiled-region
+  /// calls, hooks, synchronisations).
+  double host_s = 0;
+  /// Part of duration_s the GPU waits for the host (issue longer than the
+  /// kernels, or serialised after a synchronisation).
+  double host_idle_s = 0;
 };
 
 struct TaskTime {
@@ -113,9 +123,13 @@ WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& har
 
 /// What one instance of compute op `op` (a GEMM, an attention call or a
 /// memory-bound kernel) of `job` costs on `gpu`: the price every compute op of
-/// a simulated step gets. Throws std::logic_error for a collective.
+/// a simulated step gets. Flash attention runs the framework's `attention`
+/// kernel, or podsim's own flash kernel model (the one calibration fits and
+/// `podsim execute` runs) when nullopt. Throws std::logic_error for a
+/// collective.
 hwmodels::KernelCost price_op(const strategies::Op& op, const hwmodels::GpuModel& gpu,
-                              const strategies::Job& job);
+                              const strategies::Job& job,
+                              std::optional<hwmodels::AttentionKernel> attention);
 
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);

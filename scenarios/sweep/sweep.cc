@@ -213,11 +213,12 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   };
   std::vector<WorkerTime> worker_time(threads);
   // Bounds: one set of hardware models and cost cache per worker and target.
+  const hwmodels::KernelImplementation software = kernel_implementation(scenario);
   std::vector<std::vector<std::unique_ptr<PlanBounds>>> bounders(threads);
   for (auto& b : bounders) b.resize(out.targets.size());
   auto bounder = [&](unsigned worker, uint32_t target) -> PlanBounds& {
     std::unique_ptr<PlanBounds>& b = bounders[worker][target];
-    if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
+    if (!b) b = std::make_unique<PlanBounds>(hardware[target], software);
     return *b;
   };
   auto candidate_job = [&](const SweepCandidate& c) {

@@ -393,6 +393,42 @@ TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
   EXPECT_EQ(reduces, 4 * m);      // reduce-scatter after each unit's backward
 }
 
+TEST(ScheduleCounts, ZeroThreeGathersAsTheFrameworkSchedulesThem) {
+  Job job = preset_job("llama3-8b", 2048, 8);
+  job.model.layers = 4;
+  job.plan.dp = 8;
+  job.plan.zero = 3;
+  job.plan.recompute.mode = RecomputeMode::kFull;
+  // Each unit's gather takes as long as its forward.
+  auto step = [](const Schedule& s) {
+    const auto costs = layer_costs(1, 2, 1);
+    return evaluate(s, [&](const Task& t) {
+             return t.purpose == CommPurpose::kParamGather ? 1.0 : costs(t);
+           })
+        .makespan;
+  };
+  auto gathers = [](const Schedule& s) {
+    int n = 0;
+    for (const Task& t : s.rank_tasks(0)) n += t.purpose == CommPurpose::kParamGather;
+    return n;
+  };
+  // FSDP: prefetched one unit ahead (the backward's first under the last
+  // forward), the recompute and the backward share one gather: only the
+  // step's first gather is exposed.
+  const Schedule fsdp = build(job, Scope::kRepresentatives);
+  EXPECT_EQ(gathers(fsdp), 2 * 4);
+  EXPECT_DOUBLE_EQ(step(fsdp), 1 + 4 * 1 + 4 * (1 + 2));
+  // DeepSpeed ZeRO-3 (2021): no prefetch, and the backward gathers again
+  // what the recompute released: every gather is exposed.
+  DataParallelPolicy& dp = job.software.data_parallel;
+  dp.forward_prefetch = false;
+  dp.backward_prefetch = BackwardPrefetch::kNone;
+  dp.regather_for_recompute = true;
+  const Schedule deepspeed = build(job, Scope::kRepresentatives);
+  EXPECT_EQ(gathers(deepspeed), 3 * 4);
+  EXPECT_DOUBLE_EQ(step(deepspeed), 4 * (1 + 1) + 4 * (1 + 1 + 1 + 2));
+}
+
 TEST(ScheduleCounts, ParamsGatherAndReduceBytesMatchParameters) {
   // ZeRO-1: reduce-scatter every gradient once and all-gather every
   // parameter once per step, HSDP adds a replica all-reduce of the shard.

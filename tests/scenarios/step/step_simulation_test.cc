@@ -68,6 +68,16 @@ TEST(StepSimulation, BreakdownAddsUpToTheStepTime) {
   }
   const Report llama = simulate_ok(read_default_scenario().value());
   EXPECT_NEAR(parts(llama), llama.step_time_s, 1e-9 * llama.step_time_s);
+  // The compute stream's busy time splits into kernel kinds, host waits,
+  // the optimizer and what NCCL's SMs took.
+  const Breakdown& b = llama.breakdown;
+  const ComputeSplit& c = b.compute_split;
+  EXPECT_NEAR(c.gemm + c.attention + c.memory_bound + c.host_idle + c.optimizer + c.comm_contention,
+              b.compute + b.recompute + b.optimizer, 1e-9 * llama.step_time_s);
+  EXPECT_GT(c.gemm, c.attention);  // 405B at 8K tokens: the GEMMs dominate
+  EXPECT_GT(c.attention, 0.0);
+  EXPECT_GT(c.memory_bound, 0.0);
+  EXPECT_GE(c.comm_contention, 0.0);
 }
 
 TEST(StepSimulation, GpipeAndOneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {

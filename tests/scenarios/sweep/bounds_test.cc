@@ -11,6 +11,7 @@
 
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/sweep.h"
 #include "tests/scenarios/step/synthetic_profile.h"
 #include "tests/scenarios/sweep/sweep_test_util.h"
@@ -41,10 +42,10 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
   Result<CalibratedHardware> hardware = calibrated_hardware(on_target, "");
   EXPECT_TRUE(hardware.ok());
   if (!hardware.ok()) return out;
-  PlanBounds bounds(hardware.value());
+  PlanBounds bounds(hardware.value(), kernel_implementation(spec));
   for (size_t i = offset; i < plans.size(); i += stride) {
     const SweepCandidate& c = plans[i];
-    strategies::Job job{spec.model, spec.training, c.plan, spec.options};
+    strategies::Job job = job_of(spec, c.plan);
     job.training.micro_batch = c.micro_batch;
     const PlanBounds::Bounds quick = bounds.quick(job);
     const PlanBounds::Bounds refined = bounds.refined(job);
