@@ -22,7 +22,7 @@
 // flash-attention README's FA2 forward+backward chart
 // (assets/flash2_a100_fwd_bwd_benchmark.png), split into forward and
 // backward with the H100 FA2 backward/forward ratio at the same length and
-// head dim (/work/notes/kernels-host-power.md 1.5, derived). Not published,
+// head dim (docs/research/kernels-host-power.md 1.5, derived). Not published,
 // and derived here (estimates): causal backward = non-causal backward x the
 // causal/non-causal forward ratio of the same kernel; head dim 256 backward =
 // 128 backward x the 256/128 forward ratio; Triton backward = Triton forward

@@ -2,7 +2,7 @@
 // (SoftwarePolicy::elementwise): norms, residual adds (with dropout),
 // rotary embeddings, the grouped-K/V copy and MLP activations. Bytes are
 // HBM traffic per instance, counted from each implementation's kernels
-// (/work/notes/kernels-host-power.md 2.1-2.5):
+// (docs/research/kernels-host-power.md 2.1-2.5):
 // - fused (Transformer Engine, apex, jit fusers; XLA): one kernel per piece,
 //   reading its inputs and writing its outputs once;
 // - eager (PyTorch ops as torchtitan and llm-foundry write them): one kernel
