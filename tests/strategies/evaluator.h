@@ -93,14 +93,16 @@ inline double compute_busy(const Schedule& s, size_t ri,
   return busy;
 }
 
-/// Peak of alloc/free deltas walking one rank's tasks in program order.
+/// Peak of the per-step buffers walking one rank's tasks in program order
+/// (each task's allocations before its frees).
 inline double peak_in_order(const Schedule& s, size_t ri, Stream stream = Stream::kCompute) {
+  const std::vector<TaskMemory> memory = task_memory(s);
   double now = 0, peak = 0;
-  for (const Task& t : s.rank_tasks(ri)) {
-    if (t.stream != stream) continue;
-    now += t.alloc_bytes;
+  for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+    if (s.tasks[id].stream != stream) continue;
+    now += memory[id].alloc;
     peak = std::max(peak, now);
-    now -= t.free_bytes;
+    now -= memory[id].free;
   }
   return peak;
 }

@@ -266,13 +266,15 @@ TEST(ScheduleStructure, AcyclicCompleteAndConsistent) {
 /// A task with its dependencies expressed as (rank, position on that rank).
 struct Portable {
   Task task;
+  TaskMemory memory;
   std::vector<std::pair<int64_t, int64_t>> deps;
 };
 std::vector<Portable> portable(const Schedule& s, int64_t rank) {
   const auto ri = static_cast<size_t>(s.rank_index(rank));
+  const std::vector<TaskMemory> memory = task_memory(s);
   std::vector<Portable> out;
   for (uint32_t id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
-    Portable p{s.tasks[id], {}};
+    Portable p{s.tasks[id], memory[id], {}};
     for (TaskId before : s.dependencies(id)) {
       const Task& b = s.tasks[before];
       const auto bi = static_cast<size_t>(s.rank_index(b.rank));
@@ -305,8 +307,8 @@ TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
         EXPECT_EQ(x.collective, y.collective);
         EXPECT_EQ(x.peer, y.peer);
         EXPECT_EQ(x.bytes, y.bytes);
-        EXPECT_EQ(x.alloc_bytes, y.alloc_bytes);
-        EXPECT_EQ(x.free_bytes, y.free_bytes);
+        EXPECT_EQ(a[i].memory.alloc, r[i].memory.alloc);
+        EXPECT_EQ(a[i].memory.free, r[i].memory.free);
         EXPECT_EQ(x.group < 0, y.group < 0);
         if (x.group >= 0) {
           EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
@@ -379,14 +381,16 @@ TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
   job.plan.dp = 8;
   job.plan.zero = 3;
   const Schedule s = build(job, Scope::kRepresentatives);
+  const std::vector<TaskMemory> memory = task_memory(s);
   const int64_t m = micro_batches(job);  // 2
   int gathers = 0, reduces = 0;
-  for (const Task& t : s.rank_tasks(0)) {
+  for (TaskId id = s.rank_begin[0]; id < s.rank_begin[1]; ++id) {
+    const Task& t = s.tasks[id];
     gathers += t.purpose == CommPurpose::kParamGather;
     reduces += t.purpose == CommPurpose::kGradSync;
     if (t.purpose == CommPurpose::kParamGather) {
       EXPECT_EQ(t.collective, CollectiveKind::kAllGather);
-      EXPECT_NEAR(t.alloc_bytes, t.bytes * 7.0 / 8.0, 1e-6);
+      EXPECT_NEAR(memory[id].alloc, t.bytes * 7.0 / 8.0, 1e-6);
     }
   }
   EXPECT_EQ(gathers, 2 * 4 * m);  // before forward and backward of each unit
