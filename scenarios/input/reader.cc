@@ -30,6 +30,7 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_training(spec.training);
   build_plan(spec.plan);
   build_options(spec);
+  build_software(spec.software);
   check_job(spec);
   spec.warnings = std::move(warnings_);
   return spec;
@@ -114,6 +115,24 @@ void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
   g.clock_hz = number("/cluster/gpu/clock").value_or(0);
   g.launch_overhead_s = number("/cluster/gpu/launch_overhead").value_or(0);
   g.has_nvls = flag("/cluster/gpu/has_nvls").value_or(false);
+  g.board_power_w = number("/cluster/gpu/board_power").value_or(0);
+  g.power_limit_w = g.board_power_w;
+  if (given("/cluster/gpu/power_limit")) {
+    const std::optional<double> limit = number("/cluster/gpu/power_limit");
+    if (limit && !given("/cluster/gpu/board_power")) {
+      problem("/cluster/gpu/power_limit",
+              "a power limit needs the board power the GPU's measurements ran at",
+              "give /cluster/gpu/board_power, or start from a GPU preset with \"base\"");
+    } else if (limit && *limit > g.board_power_w) {
+      problem("/cluster/gpu/power_limit",
+              format_number(*limit) + " W is above the board power (" +
+                  format_number(g.board_power_w) + " W)",
+              "a board cannot be capped above its rating: use at most " +
+                  format_number(g.board_power_w) + " W");
+    } else if (limit) {
+      g.power_limit_w = *limit;
+    }
+  }
   g.profile = text("/cluster/gpu/profile").value_or("");
   gpu_usable_ = usable("/cluster/gpu") && usable("/cluster/gpu/peak_flops");
 }

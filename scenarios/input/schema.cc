@@ -6,82 +6,14 @@
 #include <string>
 
 #include "scenarios/input/presets.h"
+#include "scenarios/input/schema_decl.h"
 #include "scenarios/input/suggest.h"
 
 namespace podsim::scenarios {
 
 namespace {
 
-// Declaration helpers: one line per key in the tables below.
-constexpr KeyDecl object(std::string_view path, Presence presence, std::string_view doc) {
-  return {path, KeyKind::kObject, presence, "", Dimension::kNone, 0, 0, false, "", doc};
-}
-constexpr KeyDecl integer(std::string_view path, Presence presence, std::string_view value,
-                          double min, double max, std::string_view doc) {
-  return {path, KeyKind::kInteger, presence, value, Dimension::kNone, min, max, false, "", doc};
-}
-constexpr KeyDecl number(std::string_view path, Presence presence, std::string_view value,
-                         double min, double max, bool min_exclusive, std::string_view doc) {
-  return {path, KeyKind::kNumber, presence, value, Dimension::kNone, min,
-          max,  min_exclusive,    "",       doc};
-}
-constexpr KeyDecl quantity(std::string_view path, Presence presence, std::string_view value,
-                           Dimension dimension, double min, double max, bool min_exclusive,
-                           std::string_view doc) {
-  return {path, KeyKind::kQuantity, presence, value, dimension, min, max, min_exclusive, "", doc};
-}
-constexpr KeyDecl boolean(std::string_view path, std::string_view value, std::string_view doc) {
-  return {path, KeyKind::kBool, Presence::kDefault, value, Dimension::kNone, 0, 0, false, "", doc};
-}
-/// A boolean whose absence means something of its own (said in `doc`).
-constexpr KeyDecl optional_boolean(std::string_view path, std::string_view doc) {
-  return {path, KeyKind::kBool, Presence::kOptional, "", Dimension::kNone, 0, 0, false, "", doc};
-}
-constexpr KeyDecl text(std::string_view path, Presence presence, std::string_view value,
-                       double max_length, std::string_view doc) {
-  return {path, KeyKind::kString, presence, value, Dimension::kNone, 0, max_length, false, "", doc};
-}
-constexpr KeyDecl choice(std::string_view path, std::string_view value, std::string_view allowed,
-                         std::string_view doc) {
-  return {path, KeyKind::kEnum, Presence::kDefault, value, Dimension::kNone, 0, 0, false, allowed,
-          doc};
-}
-constexpr KeyDecl preset_or_object(std::string_view path, std::string_view category,
-                                   std::string_view doc) {
-  return {path,
-          KeyKind::kPresetOrObject,
-          Presence::kRequired,
-          "",
-          Dimension::kNone,
-          0,
-          0,
-          false,
-          category,
-          doc};
-}
-constexpr KeyDecl preset_base(std::string_view path, std::string_view category) {
-  return {path,
-          KeyKind::kPresetName,
-          Presence::kOptional,
-          "",
-          Dimension::kNone,
-          0,
-          0,
-          false,
-          category,
-          "start from this preset; the other keys of the object override it"};
-}
-
-constexpr double kNameLength = 256;
-constexpr double kTextLength = 65536;
-constexpr double kPathLength = 4096;
-constexpr double kMaxDegree = 1e8;  // any parallel degree or GPU count
-constexpr double kPeta = 1e15;
-
-constexpr Presence kRequired = Presence::kRequired;
-constexpr Presence kDefault = Presence::kDefault;
-constexpr Presence kComputed = Presence::kComputed;
-constexpr Presence kOptional = Presence::kOptional;
+using namespace decl;  // NOLINT(google-build-using-namespace): the table reads as a list
 
 // clang-format off
 constexpr KeyDecl kScenarioKeys[] = {
@@ -146,6 +78,10 @@ constexpr KeyDecl kScenarioKeys[] = {
   quantity("/cluster/gpu/launch_overhead", kRequired, "", Dimension::kSeconds, 0, 0.01, false,
            "host launch overhead of one kernel on a stream (extension)"),
   boolean("/cluster/gpu/has_nvls", "false", "NVLink SHARP in-switch reduction in the scale-up domain (extension)"),
+  quantity("/cluster/gpu/board_power", kOptional, "", Dimension::kWatts, 0, 1e5, true,
+           "board power the GPU's published GEMM measurements ran at (extension; presets: the rating)"),
+  quantity("/cluster/gpu/power_limit", kComputed, "= board_power", Dimension::kWatts, 0, 1e5, true,
+           "power the board is capped at; sets the clock its tensor cores sustain (v1.1)"),
   text("/cluster/gpu/profile", kDefault, "\"\"", kPathLength,
        "calibration profile (JSON) used instead of datasheet efficiency; empty = datasheet"),
   integer("/cluster/nodes", kRequired, "", 1, 1e7, "nodes (servers) in the cluster"),
@@ -289,7 +225,16 @@ std::vector<std::string> split_allowed(std::string_view allowed) {
 
 }  // namespace
 
-std::span<const KeyDecl> scenario_keys() { return kScenarioKeys; }
+std::span<const KeyDecl> scenario_keys() {
+  // The core table, then the software section (schema_software.cc).
+  static const std::vector<KeyDecl> keys = [] {
+    std::vector<KeyDecl> all(std::begin(kScenarioKeys), std::end(kScenarioKeys));
+    const std::span<const KeyDecl> software = software_keys();
+    all.insert(all.end(), software.begin(), software.end());
+    return all;
+  }();
+  return keys;
+}
 std::span<const KeyDecl> validation_keys() { return kValidationKeys; }
 
 const KeyDecl* find_decl(std::span<const KeyDecl> table, std::string_view pattern) {
@@ -353,6 +298,8 @@ std::string allowed_text(const KeyDecl& decl) {
     case KeyKind::kString:
       if (decl.allowed == "order") return "permutation of tp, cp, ep, dp, pp";
       return "at most " + format_number(decl.max) + " bytes";
+    case KeyKind::kTextMap:
+      return "keys: the group's other keys";
     case KeyKind::kObject:
     case KeyKind::kScenario:
     case KeyKind::kBool:
@@ -375,6 +322,8 @@ std::string_view kind_text(const KeyDecl& decl) {
       return "string or object";
     case KeyKind::kScenario:
       return "scenario object";
+    case KeyKind::kTextMap:
+      return "object of strings";
     case KeyKind::kInteger:
       return "integer";
     case KeyKind::kNumber:
@@ -391,6 +340,8 @@ std::string_view kind_text(const KeyDecl& decl) {
           return "compute rate";
         case Dimension::kHertz:
           return "frequency";
+        case Dimension::kWatts:
+          return "power";
         case Dimension::kNone:
           return "number";
       }
@@ -478,6 +429,7 @@ std::string describe_text() {
   for (const UnitSpelling& unit : unit_spellings()) names.push_back(unit.name);
   out += join_list(names, 1000);
   out += "\n(b = bits, B = bytes; KiB..PiB are binary; bandwidths are per direction)\n";
+  out += "\n" + software_presets_text(builtin_presets());
   return out;
 }
 
@@ -507,6 +459,7 @@ std::string describe_json_text() {
                      {"factor", unit.to_base}});
   }
   out["units"] = std::move(units);
+  out["software_presets"] = software_presets_json(builtin_presets());
   return out.dump(2) + "\n";
 }
 

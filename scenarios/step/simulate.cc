@@ -15,6 +15,7 @@
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/memory_replay.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -186,7 +187,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 }  // namespace
 
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
@@ -216,7 +217,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   if (!problems.empty()) return problems;
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
-  detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
+  detail.timeline =
+      simulate_schedule(schedule, {gpu, fabric, collectives, kernel_implementation(spec)});
   const StepTimeline& timeline = detail.timeline;
 
   Report& report = detail.report;

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "scenarios/step/software.h"
 #include "strategies/job.h"
 
 namespace podsim::scenarios {
@@ -111,7 +112,8 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                       p.schedule = schedule;
                       p.virtual_stages = v;
                       p.recompute = strategies::Recompute{rc, 0};
-                      strategies::Job job{model, scenario.training, p, scenario.options};
+                      strategies::Job job = job_of(scenario, p);
+                      job.model = model;
                       job.training.micro_batch = mb;
                       if (strategies::validate(job).empty()) out.push_back(c);
                     }

@@ -15,6 +15,7 @@
 #include "hwmodels/fabric.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
@@ -186,8 +187,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
     return *b;
   };
-  auto job_of = [&](const SweepCandidate& c) {
-    strategies::Job job{scenario.model, scenario.training, c.plan, scenario.options};
+  auto candidate_job = [&](const SweepCandidate& c) {
+    strategies::Job job = job_of(scenario, c.plan);
     job.training.micro_batch = c.micro_batch;
     return job;
   };
@@ -200,7 +201,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const size_t i = mine[j];
       const SweepCandidate& c = out.candidates[i];
       const PlanBounds::Bounds b =
-          bounds_or_none([&]() { return bounder(worker, c.target).quick(job_of(c)); });
+          bounds_or_none([&]() { return bounder(worker, c.target).quick(candidate_job(c)); });
       PlanScreen& s = out.screens[i];
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit;
@@ -312,7 +313,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const SweepCandidate& c = out.candidates[i];
       if (k < to_refine.size()) {
         const PlanBounds::Bounds b =
-            bounds_or_none([&]() { return bounder(worker, c.target).refined(job_of(c)); });
+            bounds_or_none([&]() { return bounder(worker, c.target).refined(candidate_job(c)); });
         PlanScreen& s = out.screens[i];
         s.refined = true;
         s.memory_lower_bound_bytes = std::max(s.memory_lower_bound_bytes, b.memory_bytes);
