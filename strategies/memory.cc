@@ -32,6 +32,32 @@ void append(std::vector<double>& to, const std::vector<double>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
+/// torchtitan's op-level selective checkpointing (parallelize_llama.py
+/// _save_list and _custom_policy @9dec370): of a block's seven aten.mm calls
+/// (wq, wk, wv, wo, w1, w3, w2) the 1st, 3rd, 5th and 7th outputs are
+/// saved, and SDPA's output and logsumexp, and under TP the reduce-scatter
+/// outputs with sequence parallelism; the block input is the checkpoint's. torchao's Float8Linear
+/// calls _scaled_mm, not in the save list: with fp8 only the attention
+/// outputs are saved.
+std::vector<double> matmul_save_list(const Job& job, const LayerTensors& tensors) {
+  const RankShape r = rank_shape(job);
+  const double t = d(r.tokens), e = r.e;
+  std::vector<double> out{tensors.input};
+  out.push_back(t * d(r.heads * r.head_dim) * e);           // SDPA output
+  out.push_back(d(r.b) * d(r.heads) * d(r.s_local) * 4.0);  // logsumexp
+  if (job.training.precision != sim::NumberFormat::kFp8) {
+    out.push_back(t * d(r.heads * r.head_dim) * e);     // wq
+    out.push_back(t * d(r.kv_heads * r.head_dim) * e);  // wv
+    const bool swiglu = job.model.mlp == MlpKind::kSwiglu;
+    out.push_back(t * d(r.ffn) * e);                 // w1 (SwiGLU gate; GeLU: fc1)
+    if (swiglu) out.push_back(t * d(r.hidden) * e);  // w2
+  }
+  if (r.sp) {
+    for (int i = 0; i < 2; ++i) out.push_back(d(r.norm_tokens) * d(r.hidden) * e);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> LayerTensors::full() const {
@@ -72,6 +98,9 @@ std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
     case RecomputeMode::kNone:
       return tensors.full();
     case RecomputeMode::kSelective: {
+      if (job.software.selective == SelectiveRecompute::kMatmulSaveList) {
+        return matmul_save_list(job, tensors);
+      }
       std::vector<double> out = tensors.weight_inputs;
       append(out, tensors.other_saved);
       return out;
@@ -92,6 +121,11 @@ RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, 
     case RecomputeMode::kNone:
       return {};
     case RecomputeMode::kSelective:
+      // An op-level policy recomputes every op it does not save: what the
+      // backward reads comes back but for the saved part (counted whole).
+      if (job.software.selective == SelectiveRecompute::kMatmulSaveList) {
+        return {tensors.full(), 1};
+      }
       return {tensors.core, 1};
     case RecomputeMode::kFull:
       return {tensors.full(), 1};
@@ -99,6 +133,67 @@ RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, 
       return {tensors.full(), std::min(job.plan.recompute.every_layers, layers)};
   }
   return {};
+}
+
+double logit_elements(const Job& job) {
+  const RankShape r = rank_shape(job);
+  return d(r.tokens) * d(r.vocab);
+}
+
+LossMemory loss_memory(const Job& job) {
+  const RankShape r = rank_shape(job);
+  LossMemory m;
+  switch (job.software.loss) {
+    case LossImpl::kVocabParallelFp32:
+      // Megatron's vocab_parallel_cross_entropy(logits.float()): the fp32
+      // copy becomes the softmax in place (max, sub_, exp out=, div_) and is
+      // kept; its backward turns it into the gradient in place and casts it
+      // to 16 bits (core/tensor_parallel/cross_entropy.py).
+      m.kept = 4;
+      m.forward = {r.e};   // the 16-bit logits, until the loss is computed
+      m.backward = {r.e};  // the 16-bit logit gradient
+      break;
+    case LossImpl::kFp32Upcast:
+      // cross_entropy(logits.float()) (torchtitan train.py l.131-134): keeps
+      // the fp32 log-softmax. Without TP, ATen's log_softmax writes it in
+      // one kernel next to the fp32 copy and the 16-bit logits; nll_loss's
+      // backward zero-fills a gradient and log_softmax's backward writes
+      // another. Under TP (loss_parallel, torch/distributed/tensor/parallel/
+      // loss.py) the decomposition also makes x - max and exp(x - max); the
+      // backward makes zeros, exp(x) and their sum.
+      m.kept = 4;
+      if (r.tp > 1) {
+        m.forward = {r.e, 4, 4, 4};
+        m.backward = {4, 4, 4};
+      } else {
+        m.forward = {r.e, 4};
+        m.backward = {4, 4};
+      }
+      break;
+    case LossImpl::kFused:
+      // One kernel each way on the 16-bit logits, which it keeps (flash-attn
+      // xentropy saves the logits and the row statistics; XLA's fusion).
+      m.kept = r.e;
+      m.forward = {};
+      m.backward = {r.e};
+      break;
+  }
+  return m;
+}
+
+std::vector<double> backward_working_tensors(const Job& job) {
+  const RankShape r = rank_shape(job);
+  double out = 0, in = 0;
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.kind != OpKind::kGemm || op.attention_core) continue;
+    const double mn = d(op.gemm.m) * d(op.gemm.n) * d(op.gemm.batch) * r.e;
+    const double mk = d(op.gemm.m) * d(op.gemm.k) * d(op.gemm.batch) * r.e;
+    if (mn + mk > out + in) {
+      out = mn;
+      in = mk;
+    }
+  }
+  return {out, in};
 }
 
 LayerActivations layer_activations(const Job& job) {
@@ -173,21 +268,26 @@ TensorState tensor_state(const Job& job, double elements, bool expert) {
   const bool grads_sharded = zero == 3 || (zero == 2 && zero2_reduces_every_micro_batch(job));
   const double optimized = zero >= 1 ? sharded : elements;
   TensorState s;
-  s.weights = (zero == 3 ? sharded : elements) * weight_element_bytes(job);
+  if (job.software.memory.param_storage == ParamStorage::kMasterOnly) {
+    s.weights = optimized * 4.0;  // the fp32 parameter the optimizer updates
+  } else {
+    s.weights = (zero == 3 ? sharded : elements) * weight_element_bytes(job);
+    s.master = optimized * master_weight_bytes_per_param(job);
+  }
   s.grads = (grads_sharded ? sharded : elements) * grad_element_bytes(job);
-  s.master = optimized * master_weight_bytes_per_param(job);
   s.moments = optimized * optimizer_moment_bytes_per_param(job);
   return s;
 }
 
 StaticMemory static_memory(const Job& job, int64_t stage) {
+  const bool per_step_grads = job.software.memory.grad_buffers == GradBuffers::kPerStep;
   StaticMemory m;
   auto add = [&](const std::vector<ParamTensor>& tensors, double times) {
     for (const ParamTensor& t : tensors) {
       const TensorState s = tensor_state(job, t.elements, t.expert);
       m.params += times * t.elements;
       m.weights += times * s.weights;
-      m.grads += times * s.grads;
+      m.grads += times * (per_step_grads ? 0.0 : s.grads);
       m.optimizer += times * (s.master + s.moments);
     }
   };

@@ -34,21 +34,40 @@ LayerTensors layer_tensors(const Job& job);
 std::vector<double> embedding_tensors(const Job& job);
 std::vector<double> head_tensors(const Job& job);
 /// What layer `layer` of `chunk` keeps for its backward pass, one micro-batch:
-/// none: everything; selective: all but the attention-core internals; full:
-/// the layer input; every C: the input of layers chunk.layer_begin, +C, ...
-/// and nothing for the others.
+/// none: everything; selective: all but the attention-core internals
+/// (torchtitan's op-level policy, SelectiveRecompute::kMatmulSaveList: the
+/// block input, every other matmul's output and attention's); full: the
+/// layer input; every C: the input of layers chunk.layer_begin, +C, ... and
+/// nothing for the others.
 std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
                                  const ChunkInfo& chunk, int64_t layer);
 /// What a recompute of a piece of `layers` layers brings back at once, and
 /// its backward frees, recomputed and consumed layer by layer (every C: C
-/// layers at a time): selective: one layer's core internals; full: one layer
-/// in full; every C: min(C, layers) layers in full (`repeats` times the
-/// list); none: nothing.
+/// layers at a time): selective: one layer's core internals (an op-level
+/// policy: one layer in full); full: one layer in full; every C: min(C,
+/// layers) layers in full (`repeats` times the list); none: nothing.
 struct RecomputeTensors {
   std::vector<double> tensors;
   int64_t repeats = 0;
 };
 RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, int64_t layers);
+
+/// The loss over the vocabulary, in bytes per logit element (one
+/// micro-batch on one rank: tokens x vocab/tp elements), by the framework's
+/// implementation (SoftwarePolicy::loss): what its forward keeps for the
+/// backward, and what forward and backward hold beyond that at their worst.
+struct LossMemory {
+  double kept = 0;
+  std::vector<double> forward;   ///< per element, one entry per tensor
+  std::vector<double> backward;  ///< per element, one entry per tensor
+};
+LossMemory loss_memory(const Job& job);
+/// The logit elements of one micro-batch on one rank.
+double logit_elements(const Job& job);
+
+/// What a layer's backward holds while it runs besides what it frees: the
+/// output and input gradients of its largest GEMM (one layer at a time).
+std::vector<double> backward_working_tensors(const Job& job);
 
 /// Sums of layer_tensors(): one layer, one micro-batch, one rank (bytes).
 struct LayerActivations {
@@ -88,7 +107,10 @@ double korthikanti_layer_bytes(const Job& job);
 /// expert-data-parallel group (experts): weights (/shard with ZeRO-3),
 /// gradients (/shard with ZeRO-3, or ZeRO-2 reducing every micro-batch), the
 /// fp32 master copy under mixed precision and the optimizer moments
-/// (/shard with ZeRO >= 1).
+/// (/shard with ZeRO >= 1). With MemoryPolicy::param_storage master_only
+/// (FSDP) the weights are the fp32 parameter itself, sharded with ZeRO >= 1,
+/// and there is no separate master: the 16-bit weights the kernels read are
+/// gathered copies (not standing state).
 struct TensorState {
   double weights = 0;
   double grads = 0;
@@ -97,12 +119,14 @@ struct TensorState {
 };
 TensorState tensor_state(const Job& job, double elements, bool expert);
 
-/// Static memory of one rank of `stage` (bytes): tensor_state() summed over
-/// the stage's parameter tensors.
+/// Static memory of one rank of `stage` (bytes), what stands through the
+/// step: tensor_state() summed over the stage's parameter tensors, without
+/// the gradients of frameworks that allocate them in each step's backward
+/// (GradBuffers::kPerStep).
 struct StaticMemory {
   double params = 0;     ///< parameters held (TP/PP/EP sharded, before ZeRO)
   double weights = 0;    ///< bf16 (or fp32) weights, /shard with ZeRO-3
-  double grads = 0;      ///< accumulated gradients (grad_format), /shard with ZeRO-2/3
+  double grads = 0;      ///< accumulated gradients (grad_format), /shard with ZeRO-2/3; 0 per step
   double optimizer = 0;  ///< fp32 master copy + Adam moments (or SGD momentum), /shard ZeRO>=1
   double total() const { return weights + grads + optimizer; }
 };

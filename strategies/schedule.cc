@@ -73,6 +73,10 @@ std::vector<TaskMemory> task_memory(const Schedule& schedule) {
   for (const Buffer& b : schedule.buffers) {
     if (b.lifetime != Lifetime::kStep) continue;
     const double bytes = schedule.bytes(b);
+    if (b.first_in_task) {
+      out[b.alloc].first += bytes;
+      continue;
+    }
     out[b.alloc].alloc += bytes;
     out[b.free].free += bytes;
   }
@@ -83,7 +87,8 @@ std::array<double, kMemoryKinds> standing_memory(const Schedule& schedule, size_
   std::array<double, kMemoryKinds> out{};
   const TaskId begin = schedule.rank_begin[rank_index], end = schedule.rank_begin[rank_index + 1];
   for (const Buffer& b : schedule.buffers) {
-    if (b.lifetime == Lifetime::kStep || b.alloc < begin || b.alloc >= end) continue;
+    if (b.lifetime == Lifetime::kStep || b.lifetime == Lifetime::kUntilNextStep) continue;
+    if (b.alloc < begin || b.alloc >= end) continue;
     out[static_cast<size_t>(b.kind)] += schedule.bytes(b);
   }
   return out;

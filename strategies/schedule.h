@@ -115,6 +115,9 @@ enum class Lifetime : uint8_t {
   /// Allocated when `alloc` starts in the first step, then kept: optimizer
   /// states, which PyTorch optimizers create on their first step.
   kFromFirstStep,
+  /// From its `alloc` task's start to the start of the next step: gradients
+  /// that optimizer.zero_grad(set_to_none=True) frees before the next step.
+  kUntilNextStep,
 };
 
 /// Tensors allocated together and given back together: the unit the memory
@@ -127,6 +130,10 @@ struct Buffer {
   MemoryKind kind = MemoryKind::kActivations;
   Lifetime lifetime = Lifetime::kStep;
   Stream pool = Stream::kCompute;  ///< the stream whose cached blocks serve it
+  /// kStep with alloc == free: taken and given back as the task starts,
+  /// before its other buffers are taken (the loss, which a head's backward
+  /// computes before anything else).
+  bool first_in_task = false;
 };
 
 enum class Scope : uint8_t {
@@ -165,6 +172,7 @@ struct Schedule {
 /// per-step buffers (Lifetime::kStep) summed per task, the view of memory
 /// the pipeline charts and the sweep's bounds use.
 struct TaskMemory {
+  double first = 0;  ///< taken and given back as the task starts, first (Buffer::first_in_task)
   double alloc = 0;
   double free = 0;
 };

@@ -23,9 +23,9 @@ Builder::Builder(const Job& job, Scope scope) : job_(job) {
   needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
   per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
   tensors_ = layer_tensors(job);
-  intern_lists();
   const RankShape r = rank_shape(job);
   transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
+  intern_lists();
   if (scope == Scope::kEveryRank) {
     for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
   } else {
@@ -123,6 +123,12 @@ void Builder::build_rank(size_t ri) {
   group_cache_.fill(-1);
   last_compute_ = kNoTask;
   kept_.assign(slots, {});
+  stage_outputs_.assign(slots, kNoBuffer);
+  until_step_end_.clear();
+  chunk_grads_.assign(static_cast<size_t>(v_), kNoBuffer);
+  chunk_grads_held_.assign(static_cast<size_t>(v_), false);
+  last_grad_sync_.assign(static_cast<size_t>(v_), kNoTask);
+  reduced_shards_.clear();
   const auto first_task = static_cast<TaskId>(s_.tasks.size());
   const int64_t chunks_total = p_ * v_;
   const bool zero12 = zero_ == 1 || zero_ == 2;
@@ -178,13 +184,14 @@ void Builder::build_rank(size_t ri) {
         if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
         if (by_bucket) gathers = bucket_gathers[i];
         const TaskId f = add(compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p)));
-        keep_activations(f, c, p, key);
+        on_forward(f, c, p, key, first_of_chunk);
         release(gathered, f);
         for (TaskId g : gathers) dep(f, g);
         if (zero_ == 3) consumers_.push_back(f);
         if (i == 0) tb.f_first[key] = f;
         tb.f_last[key] = f;
       }
+      on_chunk_forward_end(tb.f_last[key], c, key);
       if (c.info.model_chunk < chunks_total - 1) {
         Task t = comm(Stream::kPpSendNext, CommPurpose::kActivation, CollectiveKind::kSendRecv,
                       Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
@@ -233,6 +240,7 @@ void Builder::build_rank(size_t ri) {
           release_kept(b, c, p, key, inputs_recomputed() ? Kept::kAll : Kept::kAllButWeightInputs);
           hold_for_weight_pass(b, c, p, key);
         }
+        on_backward(b, c, p, !zb_);
         if (first == kNoTask) {
           first = b;
           for (TaskId g : gathers) dep(b, g);
@@ -247,6 +255,7 @@ void Builder::build_rank(size_t ri) {
         }
       }
       tb.b_last[key] = b;
+      on_chunk_backward_end(b, key);
       if (c.info.model_chunk > 0) {
         Task t = comm(Stream::kPpSendPrev, CommPurpose::kGradient, CollectiveKind::kSendRecv,
                       Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
@@ -268,6 +277,7 @@ void Builder::build_rank(size_t ri) {
       const TaskId w =
           add(compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p)));
       release_kept(w, c, p, key, Kept::kWeightInputsAndOutputGrads);
+      on_weight_grads(w, c, p);
       const std::array<size_t, 2> grads = hold_micro_batch_grads(w, p);
       dep(w, tb.b_last[key]);
       if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w, grads);
@@ -299,7 +309,7 @@ void Builder::build_rank(size_t ri) {
   blocking_.clear();
   const TaskId opt = add(o);
   dep(opt, reduce_tail);
-  hold_standing(first_task, opt, st);
+  finish_rank_memory(first_task, opt, st);
   if (zero12 && !job_.options.overlap_dp) {
     for (const ChunkPlan& c : st.chunks) {
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -157,7 +158,12 @@ class Builder {
     kDenseGrads,
     kExpertGrads,
     kDenseGathered,
-    kExpertGathered
+    kExpertGathered,
+    kAutogradGrads,
+    kWeights,
+    kStepGrads,
+    kAccumulatedGrads,
+    kExpertShards,
   };
   template <typename Make>
   uint32_t piece_list(PieceList what, const Piece& p, Make make) {
@@ -189,6 +195,29 @@ class Builder {
   std::array<size_t, 2> hold_micro_batch_grads(TaskId producer, const Piece& p);
   /// The rank's weights, gradients and optimizer states.
   void hold_standing(TaskId first, TaskId optimizer, const Stage& st);
+  /// After forward piece `p` of slot `key` is added: what it keeps, the loss's
+  /// working memory, and (FSDP without ZeRO-3) the 16-bit weights it gathers
+  /// for the rest of the step when it is the chunk's first forward.
+  void on_forward(TaskId f, const ChunkPlan& c, const Piece& p, size_t key, bool first_of_chunk);
+  /// After the last forward piece of a slot: the stage output it keeps.
+  void on_chunk_forward_end(TaskId last, const ChunkPlan& c, size_t key);
+  /// After backward piece `p` of slot `key` is added: its working memory,
+  /// the loss's, and its weight gradients (`weight_grads`: not zero-bubble B).
+  void on_backward(TaskId b, const ChunkPlan& c, const Piece& p, bool weight_grads);
+  /// After the last backward piece of a slot.
+  void on_chunk_backward_end(TaskId last, size_t key);
+  /// What the weight-gradient pass `task` of piece `p` holds: the 16-bit
+  /// gradients autograd writes before the framework takes them
+  /// (WeightGrads::kAutogradThenCopy), and the chunk's step gradients from
+  /// its first weight-gradient pass (GradBuffers::kPerStep).
+  void on_weight_grads(TaskId task, const ChunkPlan& c, const Piece& p);
+  /// A reduce-scatter `rs` of piece `p`'s dense or expert gradients that
+  /// gives back `reduced`: when that buffer exists and, with per-step
+  /// gradient buffers, the shard it leaves.
+  void on_reduce_scatter(TaskId rs, const Piece& p, int32_t chunk, bool expert, size_t reduced);
+  /// Once the optimizer task exists: standing state, and what lives until
+  /// the step ends.
+  void finish_rank_memory(TaskId first, TaskId optimizer, const Stage& st);
   bool inputs_recomputed() const {
     const RecomputeMode mode = job_.plan.recompute.mode;
     return mode == RecomputeMode::kFull || mode == RecomputeMode::kEvery;
@@ -248,6 +277,9 @@ class Builder {
              kept_between_checkpoints = 0;  ///< what a layer keeps (every C: off-checkpoint)
     uint32_t rest = 0, weight_inputs = 0;   ///< zero-bubble: kept apart for W
     uint32_t output_grads = 0, embedding = 0, head = 0;
+    uint32_t loss_forward = 0, loss_backward = 0;  ///< the loss's working memory
+    uint32_t backward_working = 0;                 ///< one layer's backward
+    uint32_t stage_output = 0, logits = 0;         ///< what a stage sends on / the model returns
     bool split_weight_inputs = false;
   } lists_;
   double transfer_bytes_ = 0;
@@ -272,6 +304,18 @@ class Builder {
     size_t output_grads = kNoBuffer;   ///< zero-bubble: held from B to W
   };
   std::vector<std::vector<KeptLayer>> kept_;
+  std::vector<size_t> stage_outputs_;   ///< per slot key: its output kept until its backward
+  std::vector<size_t> until_step_end_;  ///< buffers the optimizer task's end gives back
+  /// Per chunk: gradients held across micro-batches of one step
+  /// (GradBuffers::kPerStep), from its first backward: unsharded
+  /// accumulators until the last reduction, or the shard of a per-micro-batch
+  /// reduce-scatter until the next step.
+  std::vector<size_t> chunk_grads_;
+  std::vector<bool> chunk_grads_held_;
+  std::vector<TaskId> last_grad_sync_;  ///< per chunk
+  /// Pieces (chunk, first layer, embedding, head, expert) whose shard the
+  /// step's reduce-scatters already made.
+  std::set<std::tuple<int32_t, int64_t, bool, bool, bool>> reduced_shards_;
   std::vector<int64_t> group_seq_;
   std::array<TaskId, kStreams> last_on_stream_{};
   std::array<int32_t, kGroupKinds> group_cache_{};

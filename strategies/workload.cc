@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "strategies/memory.h"
 #include "strategies/op_builder.h"
 
 namespace podsim::strategies {
@@ -264,9 +265,10 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
     norm_forward(job, r, b, "final_norm");
     sp_gather_forward(job, r, b, "head_input_gather");
     b.gemm("logits", r.tokens, r.vocab, r.hidden).saved_bytes = column_input_saved(r);
-    // Vocab-parallel cross-entropy in fp32: the fp32 softmax is kept for the
-    // backward pass (Megatron, torchtitan upcast the logits).
-    b.memory("cross_entropy", logits * (r.e + 8), kSoftmaxFlops * logits).saved_bytes = logits * 4;
+    // What the loss keeps for its backward pass (memory.h loss_memory:
+    // the fp32 softmax of Megatron and torchtitan, a fused kernel's logits).
+    b.memory("cross_entropy", logits * (r.e + 8), kSoftmaxFlops * logits).saved_bytes =
+        logits * loss_memory(job).kept;
     Op* stats =
         b.collective("cross_entropy_stats", Dim::kTp, CollectiveKind::kAllReduce, d(r.tokens) * 4);
     if (stats != nullptr) stats->count = 3;  // max, sum of exp, target logit

@@ -197,20 +197,26 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
     // give them back.
     double base = 0;
     for (double bytes : strategies::standing_memory(s, ri)) base += bytes;
+    // At one moment, in the memory replay's order: frees, what a task takes
+    // and gives back first, then allocations.
     struct Change {
       sim::Time time;
+      int order;
       double bytes;
     };
     std::vector<Change> changes;
     for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
       const strategies::TaskMemory& task = deltas[id];
-      if (task.alloc != 0) changes.push_back({tl.tasks[id].start, task.alloc});
-      if (task.free != 0) changes.push_back({tl.tasks[id].end, -task.free});
+      if (task.first != 0) {
+        changes.push_back({tl.tasks[id].start, 1, task.first});
+        changes.push_back({tl.tasks[id].start, 2, -task.first});
+      }
+      if (task.alloc != 0) changes.push_back({tl.tasks[id].start, 3, task.alloc});
+      if (task.free != 0) changes.push_back({tl.tasks[id].end, 0, -task.free});
     }
-    // By time, frees before allocations, as the memory replay orders them.
     std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
       if (a.time != b.time) return a.time < b.time;
-      return a.bytes < b.bytes;
+      return a.order < b.order;
     });
     double live = base;
     c.peak = live;

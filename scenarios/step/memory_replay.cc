@@ -15,7 +15,8 @@ using strategies::TaskId;
 struct Event {
   sim::Time time;
   /// Order among events at one moment: releases first (a task that ends as
-  /// the next starts hands its memory over), then allocations, then the
+  /// the next starts hands its memory over), then what a task takes and
+  /// gives back first (Buffer::first_in_task), then allocations, then the
   /// releases of buffers taken and given back at that same moment.
   int order = 0;
   uint32_t buffer = 0;  ///< index into the rank's buffers
@@ -47,10 +48,15 @@ MemoryReplay replay_memory(const Schedule& schedule, const StepTimeline& timelin
     const auto index = static_cast<uint32_t>(i);
     if (b.lifetime == Lifetime::kPersistent) continue;
     const sim::Time start = timeline.tasks[b.alloc].start;
-    events.push_back({start, 1, index, true, b.lifetime == Lifetime::kFromFirstStep});
+    if (b.first_in_task) {
+      events.push_back({start, 1, index, true, false});
+      events.push_back({start, 2, index, false, false});
+      continue;
+    }
+    events.push_back({start, 3, index, true, b.lifetime == Lifetime::kFromFirstStep});
     if (b.lifetime == Lifetime::kStep) {
       const sim::Time stop = timeline.tasks[b.free].end;
-      events.push_back({stop, stop == start ? 2 : 0, index, false, false});
+      events.push_back({stop, stop == start ? 4 : 0, index, false, false});
     }
   }
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
@@ -104,7 +110,10 @@ MemoryReplay replay_memory(const Schedule& schedule, const StepTimeline& timelin
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (buffers[i].lifetime == Lifetime::kPersistent) take(static_cast<uint32_t>(i));
   }
+  std::vector<uint32_t> until_next_step;  // live ones, freed as the next step starts
   for (int step = 0; step < options.steps; ++step) {
+    for (uint32_t i : until_next_step) give_back(i);
+    until_next_step.clear();
     if (step == options.steps - 1) {
       last_step = true;
       allocator.reset_peaks();
@@ -114,6 +123,9 @@ MemoryReplay replay_memory(const Schedule& schedule, const StepTimeline& timelin
       if (e.first_step_only && step > 0) continue;
       if (e.alloc) {
         take(e.buffer);
+        if (buffers[e.buffer].lifetime == Lifetime::kUntilNextStep) {
+          until_next_step.push_back(e.buffer);
+        }
       } else {
         give_back(e.buffer);
       }

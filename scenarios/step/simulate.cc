@@ -278,6 +278,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     if (!first) first = r;
   }
   report.memory_capacity_bytes = spec.cluster.gpu.hbm_capacity_bytes;
+  report.memory_counter =
+      spec.software.memory_counter == MemoryCounter::kAllocated ? "allocated" : "reserved";
   for (int64_t s = 0; s < stages; ++s) {
     const size_t r = *replayed[static_cast<size_t>(s)];
     hwmodels::MemoryReservationParams reservations;

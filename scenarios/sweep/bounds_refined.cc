@@ -77,8 +77,8 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         peak = std::max(peak, live);
         prev_free = deltas[id].free;
       }
-      const int64_t stage = sched.layout.stage(sched.ranks[r]);
-      const double fixed = strategies::static_memory(job, stage).total() + reserved;
+      double fixed = reserved;
+      for (double bytes : strategies::standing_memory(sched, r)) fixed += bytes;
       b.memory_bytes = std::max(b.memory_bytes, lower(fixed + peak));
     }
     b.can_fit = b.memory_bytes <= memory.capacity_bytes;

@@ -33,6 +33,7 @@ struct OneRank {
   void hold(double mib, uint32_t alloc, uint32_t free, MemoryKind kind,
             Lifetime lifetime = Lifetime::kStep) {
     schedule.tensor_lists.push_back({mib * kMiB});
+    schedule.tensor_list_bytes.push_back(mib * kMiB);
     Buffer b;
     b.tensors = static_cast<uint32_t>(schedule.tensor_lists.size() - 1);
     b.alloc = alloc;
