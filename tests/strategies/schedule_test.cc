@@ -131,6 +131,43 @@ TEST(PipelineMemory, OneFOneBKeepsPMicroBatchesGpipeM) {
   }
 }
 
+// FSDP under pipeline parallelism (torchtitan; GradBuffers::kPerStep): no
+// gradient buffer stands through the step. Each stage's first backward makes
+// its unsharded accumulator, its last reduce-scatter gives it back, and the
+// shard it leaves lives until the next step. Megatron's buffers stand.
+TEST(PipelineMemory, FsdpGradientsAreMadeByTheBackwardAndShardedByTheReduceScatter) {
+  Job job = pipeline_job(PipelineSchedule::kOneFOneB, 2, 4, 4);
+  job.plan.dp = 4;
+  job.plan.zero = 2;
+  const auto grads = static_cast<size_t>(MemoryKind::kGrads);
+  const Schedule standing = build(job);
+  job.software.memory.grad_buffers = GradBuffers::kPerStep;
+  const Schedule per_step = build(job);
+  for (size_t ri = 0; ri < per_step.ranks.size(); ++ri) {
+    const int64_t stage = per_step.layout.stage(per_step.ranks[ri]);
+    const double stage_grads = static_memory(job, stage).params * grad_element_bytes(job);
+    EXPECT_NEAR(standing_memory(standing, ri)[grads], stage_grads, 1e-6 * stage_grads);
+    EXPECT_EQ(standing_memory(per_step, ri)[grads], 0.0);
+    std::vector<const Buffer*> accumulators, shards;
+    for (const Buffer& b : per_step.buffers) {
+      if (b.kind != MemoryKind::kGrads || b.alloc < per_step.rank_begin[ri] ||
+          b.alloc >= per_step.rank_begin[ri + 1]) {
+        continue;
+      }
+      (b.lifetime == Lifetime::kStep ? accumulators : shards).push_back(&b);
+    }
+    ASSERT_EQ(accumulators.size(), 1u) << "stage " << stage;
+    ASSERT_EQ(shards.size(), 1u) << "stage " << stage;
+    const Buffer& acc = *accumulators.front();
+    EXPECT_NEAR(per_step.bytes(acc), stage_grads, 1e-6 * stage_grads);
+    EXPECT_EQ(per_step.tasks[acc.alloc].kind, TaskKind::kBackward);
+    EXPECT_EQ(per_step.tasks[acc.free].kind, TaskKind::kComm);
+    EXPECT_EQ(shards.front()->lifetime, Lifetime::kUntilNextStep);
+    EXPECT_EQ(shards.front()->alloc, acc.free);
+    EXPECT_NEAR(per_step.bytes(*shards.front()), stage_grads / 4, 1e-6 * stage_grads);
+  }
+}
+
 /// Structural checks every schedule must pass.
 void check_structure(const Schedule& s) {
   const testing::Timeline tl = evaluate(s, layer_costs(1, 2, 1));
