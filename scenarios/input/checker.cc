@@ -207,6 +207,11 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
         return std::nullopt;
       }
       if (decl.allowed == "order" && !check_order(text, message, hint)) return std::nullopt;
+      if (decl.allowed == "grid" && parse_grid(text).empty()) {
+        message = quote_for_message(text) + " is not a grid of axis lengths";
+        hint = "write 2 or 3 positive integers joined by 'x', e.g. \"16x16x24\"";
+        return std::nullopt;
+      }
       return CheckedValue(text);
     }
     case KeyKind::kEnum:

@@ -59,10 +59,15 @@ struct KeyDecl {
   /// kEnum / kEnumOrObject: allowed values separated by '|';
   /// kPresetOrObject / kPresetName: the preset category ("models", "gpus", "clusters",
   /// "software");
-  /// kString: empty, or "order" for the rank-layout permutation.
+  /// kString: empty, "order" for the rank-layout permutation, or "grid" for
+  /// axis lengths joined by 'x' ("16x16x24", parse_grid).
   std::string_view allowed;
   std::string_view doc;
 };
+
+/// Axis lengths of a "grid" string ("8x16x12"); empty when it is not 2 or 3
+/// positive integers joined by 'x'.
+std::vector<int> parse_grid(std::string_view text);
 
 /// The keys of a scenario (scenario-format.md plus documented extensions),
 /// patterns relative to the scenario object.

@@ -46,9 +46,8 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
   for (size_t ti = 0; ti < targets.size(); ++ti) {
     const SweepTarget& target = targets[ti];
     const int64_t g = target.gpus;
-    const int64_t domain = target.cluster.scale_up.domain > 0 ? target.cluster.scale_up.domain
-                                                              : target.cluster.gpus_per_node;
-    const int64_t max_tp = space.max_tp > 0 ? space.max_tp : std::max<int64_t>(1, domain);
+    const int64_t max_tp =
+        space.max_tp > 0 ? space.max_tp : default_max_tp(target.cluster.scale_up_domain());
     const int64_t max_cp =
         space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
     const int64_t max_pp = space.max_pp > 0 ? space.max_pp : layers;

@@ -46,7 +46,7 @@ TEST(Software, EveryPresetGivesEveryMechanismAValueAndASource) {
   const std::vector<std::string> names = builtin_presets().names("software");
   for (const char* required :
        {"megatron-core", "megatron-lm-2021", "megatron-deepspeed", "deepspeed-zero3", "torchtitan",
-        "torchtitan-compile", "composer", "maxtext"}) {
+        "torchtitan-compile", "composer", "maxtext", "maxtext-tpu", "rocm-megatron"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   }
   for (const std::string& name : names) {
