@@ -725,15 +725,32 @@ int Fabric::bfs_hop_count(int64_t src, int64_t dst) const {
   return dist[static_cast<size_t>(dst)];
 }
 
-FabricInstance Fabric::instantiate(sim::Engine& engine) const {
+FabricInstance Fabric::instantiate(sim::Engine& engine,
+                                   std::span<const double> capacity_factor) const {
   std::vector<uint32_t> ids(impl_->links.size(), kNone);
   for (uint32_t l = 0; l < impl_->links.size(); ++l) {
     const FabricLink& k = impl_->links[l];
-    if (k.constrained || !impl_->options.prune_unconstrained) {
-      ids[l] = engine.add_link(k.capacity_bytes_per_s).index;
+    const double factor = capacity_factor.empty() ? 1.0 : capacity_factor[l];
+    // A degraded link may become the bottleneck its healthy self never was.
+    if (k.constrained || !impl_->options.prune_unconstrained || factor < 1) {
+      ids[l] = engine.add_link(k.capacity_bytes_per_s * factor).index;
     }
   }
   return FabricInstance(this, std::move(ids));
+}
+
+std::vector<uint32_t> Fabric::nic_links(int64_t nic) const {
+  std::vector<uint32_t> out;
+  for (uint32_t l = 0; l < impl_->links.size(); ++l) {
+    const FabricLink& k = impl_->links[l];
+    const uint32_t end = k.kind == LinkKind::kNicUp ? k.from : k.to;
+    const FabricVertex& v = impl_->vertices[end];
+    if ((k.kind == LinkKind::kNicUp || k.kind == LinkKind::kNicDown) &&
+        v.kind == VertexKind::kNic && v.index == nic) {
+      out.push_back(l);
+    }
+  }
+  return out;
 }
 
 Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const {

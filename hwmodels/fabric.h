@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -165,8 +166,13 @@ class Fabric {
 
   /// Adds one engine link per link that is constrained (all links when
   /// pruning is off) and returns the mapping. The Fabric must outlive it and
-  /// stay where it is (the instance points at it).
-  FabricInstance instantiate(sim::Engine& engine) const;
+  /// stay where it is (the instance points at it). `capacity_factor`, when
+  /// not empty, scales each link's capacity (by fabric link index; a
+  /// degraded part, below 1).
+  FabricInstance instantiate(sim::Engine& engine,
+                             std::span<const double> capacity_factor = {}) const;
+  /// The links between a NIC and its switch, both directions.
+  std::vector<uint32_t> nic_links(int64_t nic) const;
 
  private:
   struct Impl;
