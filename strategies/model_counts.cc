@@ -48,54 +48,77 @@ ParamCount count_parameters(const ModelShape& m, int64_t seq_len) {
   return p;
 }
 
-StageParams layer_parameters(const Job& job) {
+std::vector<ParamTensor> layer_parameter_tensors(const Job& job) {
   const RankShape r = rank_shape(job);
   const ModelShape& m = job.model;
   const double h = d(m.hidden);
   const double dh = d(r.head_dim);
   const double qkv_out = d(r.heads + 2 * r.kv_heads) * dh;
-  const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
-  const double n1_factor = m.mlp == MlpKind::kSwiglu ? 2 : 1;
-  StageParams p;
+  const bool swiglu = m.mlp == MlpKind::kSwiglu;
+  std::vector<ParamTensor> t;
   // Column-parallel weights and biases are sharded; row-parallel biases and
   // norms are replicated across TP.
-  p.dense = h * qkv_out + d(r.heads) * dh * h + 2 * h;
-  if (r.biases) p.dense += qkv_out + h + 2 * h;
+  auto add = [&](double elements, bool expert = false) { t.push_back({elements, expert}); };
+  add(h);  // attention norm
+  add(h * qkv_out);
+  add(d(r.heads) * dh * h);
+  add(h);  // MLP norm
+  if (r.biases) {
+    add(qkv_out);
+    add(h);
+    add(2 * h);  // LayerNorm betas
+  }
+  // An MLP of width `ffn`: SwiGLU's gate and up projection (one tensor, as
+  // Megatron and Transformer Engine fuse them) and the down projection.
+  auto mlp = [&](double ffn, bool expert) {
+    add((swiglu ? 2 : 1) * h * ffn, expert);
+    add(ffn * h, expert);
+    if (r.biases) {
+      add((swiglu ? 2 : 1) * ffn, expert);
+      add(h, expert);
+    }
+  };
   if (m.moe) {
     const MoeShape& e = *m.moe;
     const double ffn = d(e.ffn_hidden / r.tp);
-    p.dense += h * d(e.experts) + d(e.shared_experts) * mats * h * ffn;
-    p.expert = d(e.experts / r.ep) * mats * h * ffn;
-    if (r.biases) {
-      p.dense += d(e.shared_experts) * (n1_factor * ffn + h);
-      p.expert += d(e.experts / r.ep) * (n1_factor * ffn + h);
-    }
+    add(h * d(e.experts));  // router
+    for (int64_t s = 0; s < e.shared_experts; ++s) mlp(ffn, false);
+    for (int64_t x = 0; x < e.experts / r.ep; ++x) mlp(ffn, true);
   } else {
-    p.dense += mats * h * d(r.ffn);
-    if (r.biases) p.dense += n1_factor * d(r.ffn) + h;
+    mlp(d(r.ffn), false);
   }
-  return p;
+  return t;
 }
 
-StageParams embedding_parameters(const Job& job) {
+std::vector<ParamTensor> embedding_parameter_tensors(const Job& job) {
   const RankShape r = rank_shape(job);
-  StageParams p;
-  p.dense = d(r.vocab) * d(r.hidden) +
-            (r.learned_positions ? d(job.training.seq_len) * d(r.hidden) : 0.0);
-  return p;
+  std::vector<ParamTensor> t{{d(r.vocab) * d(r.hidden), false}};
+  if (r.learned_positions) t.push_back({d(job.training.seq_len) * d(r.hidden), false});
+  return t;
 }
 
-StageParams head_parameters(const Job& job) {
+std::vector<ParamTensor> head_parameter_tensors(const Job& job) {
   const RankShape r = rank_shape(job);
-  StageParams p;
-  p.dense = r.biases ? 2.0 * d(r.hidden) : d(r.hidden);
+  std::vector<ParamTensor> t{{r.biases ? 2.0 * d(r.hidden) : d(r.hidden), false}};
   // Tied embeddings share the table when it lives on the same stage; with
   // pp > 1 the last stage keeps its own copy (Megatron), kept in sync by an
   // all-reduce of the two copies' gradients.
   const bool shared = job.model.tied_embeddings && job.plan.pp == 1;
-  if (!shared) p.dense += d(r.vocab) * d(r.hidden);
+  if (!shared) t.push_back({d(r.vocab) * d(r.hidden), false});
+  return t;
+}
+
+namespace {
+StageParams sum(const std::vector<ParamTensor>& tensors) {
+  StageParams p;
+  for (const ParamTensor& t : tensors) (t.expert ? p.expert : p.dense) += t.elements;
   return p;
 }
+}  // namespace
+
+StageParams layer_parameters(const Job& job) { return sum(layer_parameter_tensors(job)); }
+StageParams embedding_parameters(const Job& job) { return sum(embedding_parameter_tensors(job)); }
+StageParams head_parameters(const Job& job) { return sum(head_parameter_tensors(job)); }
 
 StageParams stage_parameters(const Job& job, int64_t stage) {
   const StageParams layer = layer_parameters(job);

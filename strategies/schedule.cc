@@ -64,6 +64,36 @@ std::string Schedule::task_name(TaskId task) const {
   return out;
 }
 
+double Schedule::bytes(const Buffer& buffer) const {
+  return tensor_list_bytes[buffer.tensors] * static_cast<double>(buffer.repeats);
+}
+
+std::vector<TaskMemory> task_memory(const Schedule& schedule) {
+  std::vector<TaskMemory> out(schedule.tasks.size());
+  for (const Buffer& b : schedule.buffers) {
+    if (b.lifetime != Lifetime::kStep) continue;
+    const double bytes = schedule.bytes(b);
+    if (b.first_in_task) {
+      out[b.alloc].first += bytes;
+      continue;
+    }
+    out[b.alloc].alloc += bytes;
+    out[b.free].free += bytes;
+  }
+  return out;
+}
+
+std::array<double, kMemoryKinds> standing_memory(const Schedule& schedule, size_t rank_index) {
+  std::array<double, kMemoryKinds> out{};
+  const TaskId begin = schedule.rank_begin[rank_index], end = schedule.rank_begin[rank_index + 1];
+  for (const Buffer& b : schedule.buffers) {
+    if (b.lifetime == Lifetime::kStep || b.lifetime == Lifetime::kUntilNextStep) continue;
+    if (b.alloc < begin || b.alloc >= end) continue;
+    out[static_cast<size_t>(b.kind)] += schedule.bytes(b);
+  }
+  return out;
+}
+
 BuildResult build_schedule(const Job& job, Scope scope) {
   BuildResult result;
   result.problems = validate(job);

@@ -22,9 +22,10 @@ Builder::Builder(const Job& job, Scope scope) : job_(job) {
   edp_ = expert_dp_size(job);
   needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
   per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
-  acts_ = layer_activations(job);
+  tensors_ = layer_tensors(job);
   const RankShape r = rank_shape(job);
   transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
+  intern_lists();
   if (scope == Scope::kEveryRank) {
     for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
   } else {
@@ -134,6 +135,14 @@ void Builder::build_rank(size_t ri) {
   last_on_stream_.fill(kNoTask);
   group_cache_.fill(-1);
   last_compute_ = kNoTask;
+  kept_.assign(slots, {});
+  stage_outputs_.assign(slots, kNoBuffer);
+  until_step_end_.clear();
+  chunk_grads_.assign(static_cast<size_t>(v_), kNoBuffer);
+  chunk_grads_held_.assign(static_cast<size_t>(v_), false);
+  last_grad_sync_.assign(static_cast<size_t>(v_), kNoTask);
+  reduced_shards_.clear();
+  const auto first_task = static_cast<TaskId>(s_.tasks.size());
   const int64_t chunks_total = p_ * v_;
   const bool zero12 = zero_ == 1 || zero_ == 2;
 
@@ -146,9 +155,8 @@ void Builder::build_rank(size_t ri) {
     for (const ChunkPlan& c : st.chunks) {
       auto& per_bucket = chunk_gathers[static_cast<size_t>(c.info.virtual_index)];
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
-        double unused = 0;
         per_bucket.push_back(param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                          static_cast<int32_t>(c.info.model_chunk), -1, &unused));
+                                          static_cast<int32_t>(c.info.model_chunk), -1, nullptr));
       }
     }
   }
@@ -189,19 +197,19 @@ void Builder::build_rank(size_t ri) {
                       : std::vector<Piece>{c.whole};
       for (size_t i = 0; i < pieces.size(); ++i) {
         const Piece& p = pieces[i];
-        double gathered = 0;
+        std::vector<size_t> gathered;
         std::vector<TaskId> gathers;
         if (zero_ == 3) gathers = zero3_gather(p, slot, c, dp.forward_prefetch, &gathered);
         if (by_bucket) gathers = bucket_gathers[i];
-        Task t = compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p));
-        t.alloc_bytes = stored(c, p);
-        t.free_bytes = gathered;
-        const TaskId f = add(t);
+        const TaskId f = add(compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p)));
+        on_forward(f, c, p, key, first_of_chunk);
+        release(gathered, f);
         for (TaskId g : gathers) dep(f, g);
         if (zero_ == 3) consumers_.push_back(f);
         if (i == 0) tb.f_first[key] = f;
         tb.f_last[key] = f;
       }
+      on_chunk_forward_end(tb.f_last[key], c, key);
       if (c.info.model_chunk < chunks_total - 1) {
         Task t = comm(Stream::kPpSendNext, CommPurpose::kActivation, CollectiveKind::kSendRecv,
                       Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
@@ -223,41 +231,45 @@ void Builder::build_rank(size_t ri) {
       TaskId b = kNoTask;
       for (size_t i = 0; i < pieces.size(); ++i) {
         const Piece& p = pieces[i];
-        double gathered = 0;
+        std::vector<size_t> gathered;
         std::vector<TaskId> gathers;
         if (zero_ == 3) gathers = zero3_gather(p, slot, c, backward_prefetch, &gathered);
         TaskId first = kNoTask;
+        size_t recomputed = kNoBuffer;
         std::vector<TaskId> regathered;
         if (recompute_) {
           // DeepSpeed: the recompute's post-forward hook releases the
           // weights and the backward's pre-hook gathers them again.
           const bool regather = zero_ == 3 && dp.regather_for_recompute;
-          Task r = compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p));
-          r.alloc_bytes = transient(p);
-          if (regather) r.free_bytes = gathered;
-          first = add(r);
+          first = add(compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p)));
+          // One layer (every C: C layers) brought back at a time.
+          const RecomputeTensors back = recompute_tensors(job_, tensors_, p.layers());
+          const uint32_t list = piece_list(PieceList::kRecomputed, p, [&] { return back.tensors; });
+          recomputed = hold(first, list, back.repeats, MemoryKind::kTemporaries);
           for (TaskId g : gathers) dep(first, g);
           if (regather) {
+            release(gathered, first);
+            gathered.clear();
             consumers_.push_back(first);
             regathered = zero3_gather(p, slot, c, false, &gathered);
           }
         }
-        Task bt = compute(zb_ ? TaskKind::kBackwardInput : TaskKind::kBackward, slot, c, p,
-                          work(zb_ ? Pass::kBackwardInput : Pass::kBackward, p));
-        const double released = stored(c, p) + transient(p);
-        if (!zb_) {
-          bt.alloc_bytes = per_mb_grad_bytes(p);
-          bt.free_bytes = released;
-        } else if (inputs_recomputed()) {
-          bt.alloc_bytes = weight_inputs(p) + output_grads(p);
-          bt.free_bytes = released;
-        } else {
-          bt.alloc_bytes = output_grads(p);
-          bt.free_bytes = std::max(0.0, released - weight_inputs(p));
-        }
-        bt.free_bytes += gathered;
-        b = add(bt);
+        b = add(compute(zb_ ? TaskKind::kBackwardInput : TaskKind::kBackward, slot, c, p,
+                        work(zb_ ? Pass::kBackwardInput : Pass::kBackward, p)));
         for (TaskId g : regathered) dep(b, g);
+        release(recomputed, b);
+        release(gathered, b);
+        std::array<size_t, 2> grads{kNoBuffer, kNoBuffer};
+        if (!zb_) {
+          release_kept(b, c, p, key, Kept::kAll);
+          grads = hold_micro_batch_grads(b, p);
+        } else {
+          // Zero-bubble B keeps the GEMM inputs (recomputed ones too) and the
+          // output gradients for W.
+          release_kept(b, c, p, key, inputs_recomputed() ? Kept::kAll : Kept::kAllButWeightInputs);
+          hold_for_weight_pass(b, c, p, key);
+        }
+        on_backward(b, c, p, !zb_);
         if (first == kNoTask) {
           first = b;
           for (TaskId g : gathers) dep(b, g);
@@ -267,9 +279,12 @@ void Builder::build_rank(size_t ri) {
           tb.b_first[key] = first;
           dep(first, tb.f_last[key]);  // every forward precedes its backward
         }
-        if (grad_slot && sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, b);
+        if (grad_slot && sync_now(last_grad)) {
+          grad_sync(p, &slot, slot.chunk, mc, last_grad, b, grads);
+        }
       }
       tb.b_last[key] = b;
+      on_chunk_backward_end(b, key);
       if (c.info.model_chunk > 0) {
         Task t = comm(Stream::kPpSendPrev, CommPurpose::kGradient, CollectiveKind::kSendRecv,
                       Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
@@ -288,12 +303,13 @@ void Builder::build_rank(size_t ri) {
                                       : bucket_pieces ? *bucket_pieces
                                                       : std::vector<Piece>{c.whole};
     for (const Piece& p : pieces) {
-      Task wt = compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p));
-      wt.alloc_bytes = per_mb_grad_bytes(p);
-      wt.free_bytes = weight_inputs(p) + output_grads(p);
-      const TaskId w = add(wt);
+      const TaskId w =
+          add(compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p)));
+      release_kept(w, c, p, key, Kept::kWeightInputsAndOutputGrads);
+      on_weight_grads(w, c, p);
+      const std::array<size_t, 2> grads = hold_micro_batch_grads(w, p);
       dep(w, tb.b_last[key]);
-      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w);
+      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w, grads);
     }
   }
 
@@ -322,12 +338,12 @@ void Builder::build_rank(size_t ri) {
   blocking_.clear();
   const TaskId opt = add(o);
   dep(opt, reduce_tail);
+  finish_rank_memory(first_task, opt, st);
   if (zero12 && !job_.options.overlap_dp) {
     for (const ChunkPlan& c : st.chunks) {
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
-        double unused = 0;
         for (TaskId g : param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                     static_cast<int32_t>(c.info.model_chunk), -1, &unused)) {
+                                     static_cast<int32_t>(c.info.model_chunk), -1, nullptr)) {
           dep(g, opt);
         }
       }

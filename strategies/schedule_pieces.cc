@@ -13,20 +13,11 @@ void add_params(StageParams& to, const StageParams& from, double times = 1.0) {
 }
 
 Piece piece_of(const Job& job, int64_t begin, int64_t end, bool embedding, bool head) {
-  Piece p{begin, end, embedding, head, {}, 0, 0};
+  Piece p{begin, end, embedding, head, {}};
   add_params(p.params, layer_parameters(job), d(end - begin));
   if (embedding) add_params(p.params, embedding_parameters(job));
   if (head) add_params(p.params, head_parameters(job));
   return p;
-}
-
-/// Fills the memory fields of a piece of chunk `c` (computed once per piece:
-/// tasks reuse them).
-void set_memory(const Job& job, const ChunkInfo& c, Piece& p) {
-  p.stored = stored_activation_bytes(job, c, p.layer_begin, p.layer_end, p.embedding, p.head);
-  p.transient = job.plan.recompute.mode == RecomputeMode::kNone
-                    ? 0.0
-                    : recompute_transient_bytes(job, p.layers());
 }
 
 }  // namespace
@@ -48,10 +39,10 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
       job.options.dp_bucket_params > 0
           ? job.options.dp_bucket_params
           : std::max(kMegatronBucketFloor, kMegatronBucketPerRank * grad_group_size(job));
-  Piece open{c.layer_end, c.layer_end, false, false, {}, 0, 0};
+  Piece open{c.layer_end, c.layer_end, false, false, {}};
   auto close = [&]() {
     if (open.layers() > 0 || open.embedding || open.head) cp.buckets.push_back(open);
-    open = Piece{open.layer_begin, open.layer_begin, false, false, {}, 0, 0};
+    open = Piece{open.layer_begin, open.layer_begin, false, false, {}};
   };
   auto full = [&]() { return open.params.total() >= d(threshold); };
   if (c.has_head) {
@@ -69,9 +60,6 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
     add_params(open.params, embedding_parameters(job));
   }
   close();
-  set_memory(job, c, cp.whole);
-  for (Piece& p : cp.units) set_memory(job, c, p);
-  for (Piece& p : cp.buckets) set_memory(job, c, p);
   return cp;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "strategies/memory.h"
 #include "strategies/op_builder.h"
 
 namespace podsim::strategies {
@@ -345,9 +346,11 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
     sp_gather_forward(job, r, b, "head_input_gather");
     b.gemm("logits", r.tokens, r.vocab, r.hidden).saved_bytes = column_input_saved(r);
     const LossKernels loss = loss_kernels(job.software.loss);
+    // What the loss keeps for its backward pass (memory.h loss_memory:
+    // the fp32 softmax of Megatron and torchtitan, a fused kernel's logits).
     b.memory("cross_entropy", logits * loss.forward_bytes, kSoftmaxFlops * logits,
              loss.forward_kernels)
-        .saved_bytes = logits * 4;
+        .saved_bytes = logits * loss_memory(job).kept;
     Op* stats =
         b.collective("cross_entropy_stats", Dim::kTp, CollectiveKind::kAllReduce, d(r.tokens) * 4);
     if (stats != nullptr) stats->count = 3;  // max, sum of exp, target logit

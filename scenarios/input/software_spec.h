@@ -17,6 +17,9 @@ struct Mechanism {
   std::string source;  ///< the preset's source, or "set in the scenario"
 };
 
+/// The allocator statistic a framework logs as its peak memory (memory group).
+enum class MemoryCounter : uint8_t { kReserved, kAllocated };
+
 /// The `software` section as read (scenario-format.md v1.1): the training
 /// framework that runs the plan, group by group as the JSON has it. The
 /// step composes it with the rest of the scenario into the strategies'
@@ -37,6 +40,8 @@ struct SoftwareSpec {
   strategies::Fp8Policy fp8;
   strategies::TpOverlap tp_overlap = strategies::TpOverlap::kTeUserbuffers;
   strategies::OptimizerPolicy optimizer;
+  MemoryCounter memory_counter = MemoryCounter::kReserved;
+  strategies::MemoryPolicy memory;
 
   /// Every mechanism in declaration order, with its source.
   std::vector<Mechanism> mechanisms;

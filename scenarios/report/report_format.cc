@@ -122,11 +122,17 @@ json report_to_json(const Report& r) {
                       {"grads", s.grads},
                       {"optimizer", s.optimizer},
                       {"activations", s.activations},
-                      {"other", s.other},
+                      {"temporaries", s.temporaries},
+                      {"allocated", s.allocated},
+                      {"reserved", s.reserved},
+                      {"outside_allocator", s.outside_allocator},
+                      {"device", s.device},
                       {"peak", s.peak}});
   }
   out["memory"] = {{"capacity_bytes", r.memory_capacity_bytes},
                    {"peak_bytes", r.memory_peak_bytes},
+                   {"counter", r.memory_counter},
+                   {"device_peak_bytes", r.memory_device_peak_bytes},
                    {"fits", r.memory_fits},
                    {"per_stage", std::move(stages)}};
   out["gpus"] = r.gpus;
@@ -186,6 +192,8 @@ Result<Report> report_from_json(const json& in) {
   if (const json* m = read.at(in, "memory", "/memory")) {
     r.memory_capacity_bytes = read.number(*m, "capacity_bytes", "/memory");
     r.memory_peak_bytes = read.number(*m, "peak_bytes", "/memory");
+    r.memory_counter = read.text(*m, "counter", "/memory");
+    r.memory_device_peak_bytes = read.number(*m, "device_peak_bytes", "/memory");
     r.memory_fits = read.flag(*m, "fits", "/memory");
     if (const json* stages = read.at(*m, "per_stage", "/memory/per_stage")) {
       if (!stages->is_array()) {
@@ -200,7 +208,11 @@ Result<Report> report_from_json(const json& in) {
           stage.grads = read.number(s, "grads", path);
           stage.optimizer = read.number(s, "optimizer", path);
           stage.activations = read.number(s, "activations", path);
-          stage.other = read.number(s, "other", path);
+          stage.temporaries = read.number(s, "temporaries", path);
+          stage.allocated = read.number(s, "allocated", path);
+          stage.reserved = read.number(s, "reserved", path);
+          stage.outside_allocator = read.number(s, "outside_allocator", path);
+          stage.device = read.number(s, "device", path);
           stage.peak = read.number(s, "peak", path);
           r.per_stage.push_back(stage);
         }
@@ -298,18 +310,26 @@ std::string format_report_text(const Report& r) {
   out += '\n';
   out += format_columns(parts, "LRR");
 
-  out += "\nMemory per GPU: peak " + format_bytes(r.memory_peak_bytes) + " of " +
-         format_bytes(r.memory_capacity_bytes) + (r.memory_fits ? " (fits)" : " (DOES NOT FIT)") +
-         "\n";
+  out += "\nMemory per GPU: " + format_bytes(r.memory_peak_bytes) + " " + r.memory_counter +
+         " by the allocator at its peak; with what lives outside it " +
+         format_bytes(r.memory_device_peak_bytes) + " of " + format_bytes(r.memory_capacity_bytes) +
+         (r.memory_fits ? " (fits)" : " (DOES NOT FIT)") + "\n";
   if (!r.per_stage.empty()) {
+    // Live by kind when allocated memory peaks, the allocator's cached free
+    // blocks and rounding on top (to its reserved peak), then the CUDA
+    // context and NCCL buffers outside it.
     std::vector<std::vector<std::string>> stages;
-    stages.push_back({"  stage", "weights", "grads", "optimizer", "activations", "other", "peak"});
+    stages.push_back({"  stage", "weights", "grads", "optimizer", "activations", "temporaries",
+                      "cached", "outside", "device"});
     for (const StageMemory& s : r.per_stage) {
+      const double live = s.weights + s.grads + s.optimizer + s.activations + s.temporaries;
       stages.push_back({"  " + std::to_string(s.stage), format_bytes(s.weights),
                         format_bytes(s.grads), format_bytes(s.optimizer),
-                        format_bytes(s.activations), format_bytes(s.other), format_bytes(s.peak)});
+                        format_bytes(s.activations), format_bytes(s.temporaries),
+                        format_bytes(s.reserved - live), format_bytes(s.outside_allocator),
+                        format_bytes(s.device)});
     }
-    out += format_columns(stages, "RRRRRRR");
+    out += format_columns(stages, "RRRRRRRRR");
   }
   if (!r.warnings.empty()) {
     out += "\nWarnings\n";

@@ -6,15 +6,21 @@
 
 namespace podsim::scenarios {
 
-/// Memory of one pipeline stage's GPU at its peak, bytes.
+/// Memory of one pipeline stage's GPU at its peak, bytes: what is live when
+/// the allocator's allocated bytes peak, by kind (as requested), then what
+/// the caching allocator holds beyond it and what lives outside it.
 struct StageMemory {
   int64_t stage = 0;
   double weights = 0;
   double grads = 0;
   double optimizer = 0;
-  double activations = 0;  ///< at the moment of the peak, from the simulated timeline
-  double other = 0;        ///< communication buffers, workspace, allocator reserve
-  double peak = 0;
+  double activations = 0;  ///< kept for the backward passes, from the simulated timeline
+  double temporaries = 0;  ///< recomputed activations, gathered weights, loss buffers, workspaces
+  double allocated = 0;    ///< the allocator's allocated peak (blocks rounded to 512 B)
+  double reserved = 0;     ///< its reserved peak: segments, cached free blocks included
+  double outside_allocator = 0;  ///< CUDA context and NCCL buffers (in no allocator counter)
+  double peak = 0;               ///< what the framework reports as its peak (reserved or allocated)
+  double device = 0;             ///< reserved + outside_allocator: what the GPU must hold
 };
 
 /// Exposed (not hidden under compute) communication time on the critical
@@ -63,7 +69,12 @@ struct Report {
   Breakdown breakdown;
 
   double memory_capacity_bytes = 0;
+  /// The largest per-stage `peak`: what the framework's allocator reports.
   double memory_peak_bytes = 0;
+  /// The largest per-stage `device`; the plan fits when it is within capacity.
+  double memory_device_peak_bytes = 0;
+  /// The allocator statistic `peak` is: "reserved" or "allocated".
+  std::string memory_counter = "reserved";
   bool memory_fits = false;
   std::vector<StageMemory> per_stage;
 

@@ -18,6 +18,7 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.fp8 = s.fp8;
   p.tp_overlap = s.tp_overlap;
   p.optimizer = s.optimizer;
+  p.memory = s.memory;
   return p;
 }
 

@@ -55,7 +55,9 @@ PlanOutcome simulate_candidate(const ScenarioSpec& spec) {
     o.step_time_s = report.step_time_s;
     o.tokens_per_s = report.tokens_per_s;
     o.mfu = report.mfu;
-    o.memory_peak_bytes = report.memory_peak_bytes;
+    // Everything the GPU holds (the allocator's reserved memory and what
+    // lives outside it), what fits and the headroom are measured against.
+    o.memory_peak_bytes = report.memory_device_peak_bytes;
     o.memory_capacity_bytes = report.memory_capacity_bytes;
     o.exposed_comm_s = report.breakdown.exposed_comm.total();
     o.bubble_fraction = report.bubble_fraction;

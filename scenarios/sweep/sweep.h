@@ -51,7 +51,7 @@ struct PlanOutcome {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
-  double memory_peak_bytes = 0;
+  double memory_peak_bytes = 0;  ///< the report's device peak (allocator reserved + outside)
   double memory_capacity_bytes = 0;
   double exposed_comm_s = 0;
   double bubble_fraction = 0;

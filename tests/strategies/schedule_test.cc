@@ -131,6 +131,43 @@ TEST(PipelineMemory, OneFOneBKeepsPMicroBatchesGpipeM) {
   }
 }
 
+// FSDP under pipeline parallelism (torchtitan; GradBuffers::kPerStep): no
+// gradient buffer stands through the step. Each stage's first backward makes
+// its unsharded accumulator, its last reduce-scatter gives it back, and the
+// shard it leaves lives until the next step. Megatron's buffers stand.
+TEST(PipelineMemory, FsdpGradientsAreMadeByTheBackwardAndShardedByTheReduceScatter) {
+  Job job = pipeline_job(PipelineSchedule::kOneFOneB, 2, 4, 4);
+  job.plan.dp = 4;
+  job.plan.zero = 2;
+  const auto grads = static_cast<size_t>(MemoryKind::kGrads);
+  const Schedule standing = build(job);
+  job.software.memory.grad_buffers = GradBuffers::kPerStep;
+  const Schedule per_step = build(job);
+  for (size_t ri = 0; ri < per_step.ranks.size(); ++ri) {
+    const int64_t stage = per_step.layout.stage(per_step.ranks[ri]);
+    const double stage_grads = static_memory(job, stage).params * grad_element_bytes(job);
+    EXPECT_NEAR(standing_memory(standing, ri)[grads], stage_grads, 1e-6 * stage_grads);
+    EXPECT_EQ(standing_memory(per_step, ri)[grads], 0.0);
+    std::vector<const Buffer*> accumulators, shards;
+    for (const Buffer& b : per_step.buffers) {
+      if (b.kind != MemoryKind::kGrads || b.alloc < per_step.rank_begin[ri] ||
+          b.alloc >= per_step.rank_begin[ri + 1]) {
+        continue;
+      }
+      (b.lifetime == Lifetime::kStep ? accumulators : shards).push_back(&b);
+    }
+    ASSERT_EQ(accumulators.size(), 1u) << "stage " << stage;
+    ASSERT_EQ(shards.size(), 1u) << "stage " << stage;
+    const Buffer& acc = *accumulators.front();
+    EXPECT_NEAR(per_step.bytes(acc), stage_grads, 1e-6 * stage_grads);
+    EXPECT_EQ(per_step.tasks[acc.alloc].kind, TaskKind::kBackward);
+    EXPECT_EQ(per_step.tasks[acc.free].kind, TaskKind::kComm);
+    EXPECT_EQ(shards.front()->lifetime, Lifetime::kUntilNextStep);
+    EXPECT_EQ(shards.front()->alloc, acc.free);
+    EXPECT_NEAR(per_step.bytes(*shards.front()), stage_grads / 4, 1e-6 * stage_grads);
+  }
+}
+
 /// Structural checks every schedule must pass.
 void check_structure(const Schedule& s) {
   const testing::Timeline tl = evaluate(s, layer_costs(1, 2, 1));
@@ -266,13 +303,15 @@ TEST(ScheduleStructure, AcyclicCompleteAndConsistent) {
 /// A task with its dependencies expressed as (rank, position on that rank).
 struct Portable {
   Task task;
+  TaskMemory memory;
   std::vector<std::pair<int64_t, int64_t>> deps;
 };
 std::vector<Portable> portable(const Schedule& s, int64_t rank) {
   const auto ri = static_cast<size_t>(s.rank_index(rank));
+  const std::vector<TaskMemory> memory = task_memory(s);
   std::vector<Portable> out;
   for (uint32_t id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
-    Portable p{s.tasks[id], {}};
+    Portable p{s.tasks[id], memory[id], {}};
     for (TaskId before : s.dependencies(id)) {
       const Task& b = s.tasks[before];
       const auto bi = static_cast<size_t>(s.rank_index(b.rank));
@@ -305,8 +344,8 @@ TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
         EXPECT_EQ(x.collective, y.collective);
         EXPECT_EQ(x.peer, y.peer);
         EXPECT_EQ(x.bytes, y.bytes);
-        EXPECT_EQ(x.alloc_bytes, y.alloc_bytes);
-        EXPECT_EQ(x.free_bytes, y.free_bytes);
+        EXPECT_EQ(a[i].memory.alloc, r[i].memory.alloc);
+        EXPECT_EQ(a[i].memory.free, r[i].memory.free);
         EXPECT_EQ(x.group < 0, y.group < 0);
         if (x.group >= 0) {
           EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
@@ -379,14 +418,16 @@ TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
   job.plan.dp = 8;
   job.plan.zero = 3;
   const Schedule s = build(job, Scope::kRepresentatives);
+  const std::vector<TaskMemory> memory = task_memory(s);
   const int64_t m = micro_batches(job);  // 2
   int gathers = 0, reduces = 0;
-  for (const Task& t : s.rank_tasks(0)) {
+  for (TaskId id = s.rank_begin[0]; id < s.rank_begin[1]; ++id) {
+    const Task& t = s.tasks[id];
     gathers += t.purpose == CommPurpose::kParamGather;
     reduces += t.purpose == CommPurpose::kGradSync;
     if (t.purpose == CommPurpose::kParamGather) {
       EXPECT_EQ(t.collective, CollectiveKind::kAllGather);
-      EXPECT_NEAR(t.alloc_bytes, t.bytes * 7.0 / 8.0, 1e-6);
+      EXPECT_NEAR(memory[id].alloc, t.bytes * 7.0 / 8.0, 1e-6);
     }
   }
   EXPECT_EQ(gathers, 2 * 4 * m);  // before forward and backward of each unit

@@ -233,5 +233,25 @@ TEST(StepSimulation, DefaultScenarioMfuIsInTheBandTheLlama3PaperMeasured) {
   EXPECT_LE(r.mfu, 0.45);
 }
 
+TEST(StepSimulation, DefaultScenarioFitsBecauseFsdpGradientsComeAfterTheWarmUp) {
+  // Llama 3 paper section 3.3.2: no activation checkpointing, and FSDP that
+  // shards optimizer states and gradients (fp32, accumulated over
+  // micro-batches). 16 micro-batches on 16 stages: stages 0-7 run all their
+  // forwards before their first backward, so their activations peak while
+  // only the first chunk's gradients exist. Megatron's standing gradient
+  // buffers hold both chunks' all step, and then the plan does not fit.
+  const ScenarioSpec fsdp_spec = read_default_scenario().value();
+  ScenarioSpec standing_spec = fsdp_spec;
+  standing_spec.software.memory = strategies::MemoryPolicy{};  // megatron-core's
+  const Report fsdp = simulate_ok(fsdp_spec);
+  const Report standing = simulate_ok(standing_spec);
+  EXPECT_TRUE(fsdp.memory_fits) << fsdp.memory_device_peak_bytes;
+  EXPECT_FALSE(standing.memory_fits) << standing.memory_device_peak_bytes;
+  // Stage 1 has two chunks of 4 layers: one chunk's gradients at the peak.
+  EXPECT_NEAR(fsdp.per_stage[1].grads / standing.per_stage[1].grads, 0.5, 0.01);
+  // Where memory lives does not move time.
+  EXPECT_EQ(fsdp.step_time_s, standing.step_time_s);
+}
+
 }  // namespace
 }  // namespace podsim::scenarios

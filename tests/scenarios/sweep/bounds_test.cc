@@ -59,8 +59,8 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
     ++out.plans;
     out.quick_pruned += quick.can_fit ? 0 : 1;
     out.refined_pruned += refined.can_fit ? 0 : 1;
-    EXPECT_LE(quick.memory_bytes, report.memory_peak_bytes) << what;
-    EXPECT_LE(refined.memory_bytes, report.memory_peak_bytes) << what;
+    EXPECT_LE(quick.memory_bytes, report.memory_device_peak_bytes) << what;
+    EXPECT_LE(refined.memory_bytes, report.memory_device_peak_bytes) << what;
     if (!quick.can_fit || !refined.can_fit) {
       EXPECT_FALSE(report.memory_fits) << what << ": pruned but fits";
     }
@@ -76,7 +76,7 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
         memory_lower_bound_per_stage(job, targets.front().cluster.gpu);
     EXPECT_EQ(per_stage.size(), report.per_stage.size());
     for (size_t s = 0; s < per_stage.size() && s < report.per_stage.size(); ++s) {
-      EXPECT_LE(per_stage[s], report.per_stage[s].peak) << what << " stage " << s;
+      EXPECT_LE(per_stage[s], report.per_stage[s].device) << what << " stage " << s;
     }
   }
   return out;
