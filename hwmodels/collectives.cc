@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "hwmodels/collective_algorithms.h"
@@ -38,28 +39,25 @@ namespace {
 
 constexpr int kSimple = static_cast<int>(Protocol::kSimple);
 
-// Busiest link time and the cross-domain path latency of each phase.
+// Busiest link time and the cross-domain path latency of each phase. The
+// load is kept for the links the phase touches only (a fabric may have
+// millions of links; a collective crosses a few hundred).
 void measure(const Fabric& f, Skeleton& sk) {
-  std::vector<double> load(f.link_count(), 0.0);
-  std::vector<uint32_t> touched;
+  std::unordered_map<uint32_t, double> load;
   for (SkelPhase& ph : sk.phases) {
-    touched.clear();
+    load.clear();
     ph.max_link_time_s = 0;
     ph.inter_latency_s = 0;
     for (const auto& [key, count] : ph.bytes) {
       const auto& [src, dst, bytes] = key;
       const FabricPath p = f.path(src, dst);
-      for (uint32_t l : p.links) {
-        if (load[l] == 0.0) touched.push_back(l);
-        load[l] += bytes * count;
-      }
+      for (uint32_t l : p.links) load[l] += bytes * count;
       if (src != kInNetwork && dst != kInNetwork && f.domain_of(src) != f.domain_of(dst)) {
         ph.inter_latency_s = std::max(ph.inter_latency_s, p.latency_s);
       }
     }
-    for (uint32_t l : touched) {
-      ph.max_link_time_s = std::max(ph.max_link_time_s, load[l] / f.link(l).capacity_bytes_per_s);
-      load[l] = 0.0;
+    for (const auto& [l, bytes] : load) {
+      ph.max_link_time_s = std::max(ph.max_link_time_s, bytes / f.link(l).capacity_bytes_per_s);
     }
   }
 }
@@ -280,8 +278,10 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
       if (protocol && *protocol != p) continue;
       if (sk.simple_only && p != Protocol::kSimple) continue;
+      // The first candidate stands even when its estimate is infinite (links
+      // too slow for any finite time): the engine reports such a time.
       const double t = estimate(sk, p, params);
-      if (t < best_time) {
+      if (!found || t < best_time) {
         best_time = t;
         best_proto = p;
         found = true;
@@ -289,8 +289,9 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
       }
     }
   }
-  if (!found) {
-    throw std::invalid_argument("collective: protocol " + std::string(to_string(*protocol)) +
+  if (!found) {  // only a protocol the algorithm lacks leaves no candidate
+    throw std::invalid_argument("collective: protocol " +
+                                std::string(protocol ? to_string(*protocol) : "(any)") +
                                 " is not available for the requested algorithm");
   }
   return realise(best, best_proto, params, op, l, bytes);
@@ -383,10 +384,14 @@ CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,
   const FabricInstance inst = fabric.instantiate(engine);
   const sim::ActivityId end = schedule_collective(engine, inst, result.plan);
   const sim::RunResult run = engine.run();
+  result.events = run.events;
+  if (run.beyond_clock) {
+    result.time_s = std::numeric_limits<double>::infinity();
+    return result;
+  }
   if (!run.completed()) {
     throw std::logic_error("collective: simulation did not complete: " + run.deadlock_report);
   }
-  result.events = run.events;
   result.time_s = engine.finish_time(end).seconds();
   if (result.time_s > 0) {
     result.algbw_bytes_per_s = bytes / result.time_s;
@@ -405,7 +410,9 @@ std::vector<CollectiveResult> collective_sweep(const ClusterSpec& cluster, Colle
                                 cluster.name + "' has " + std::to_string(cluster.nodes) +
                                 " nodes x " + std::to_string(cluster.gpus_per_node) + " GPUs)");
   }
-  const Fabric fabric = Fabric::build(cluster);
+  FabricOptions options;
+  options.gpus = gpus;
+  const Fabric fabric = Fabric::build(cluster, options);
   const std::vector<int64_t> group = gpu_range(0, gpus);
   const CollectiveParams params = CollectiveParams::for_gpu(cluster.gpu);
   std::vector<CollectiveResult> out;
