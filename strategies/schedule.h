@@ -127,12 +127,19 @@ struct Schedule {
   std::string task_name(TaskId task) const;
 };
 
-/// Builds the schedule of `job`, or every problem that prevents it.
+/// The most tasks a schedule holds: every rank of the 16,384-GPU default
+/// scenario is 2.5 million (about 1 GiB by the time the engine has run
+/// them). A step needing more -- a million micro-batches, every rank of a
+/// far larger job -- is refused with a problem.
+inline constexpr size_t kMaxScheduleTasks = size_t{1} << 22;
+
+/// Builds the schedule of `job`, or every problem that prevents it
+/// (validate(job), or a schedule of more than `max_tasks` tasks).
 struct BuildResult {
   std::optional<Schedule> schedule;
   std::vector<PlanProblem> problems;
 };
-BuildResult build_schedule(const Job& job, Scope scope);
+BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks = kMaxScheduleTasks);
 
 std::string_view to_string(TaskKind kind);
 std::string_view to_string(Stream stream);

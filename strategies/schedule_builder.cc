@@ -6,7 +6,7 @@
 
 namespace podsim::strategies::schedule_detail {
 
-Builder::Builder(const Job& job, Scope scope) : job_(job) {
+Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max_tasks_(max_tasks) {
   s_.job = job;
   s_.scope = scope;
   s_.layout = Layout(job.plan);

@@ -23,6 +23,10 @@
 namespace podsim::strategies::schedule_detail {
 
 inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
+
+/// Thrown by Builder::add past its task limit (kMaxScheduleTasks by
+/// default, schedule.h); build_schedule turns it into a problem.
+struct TooManyTasks {};
 inline constexpr int64_t kMegatronBucketFloor = 40'000'000;   // Megatron DDP default bucket
 inline constexpr int64_t kMegatronBucketPerRank = 1'000'000;  // max(40M, 1M x dp size)
 
@@ -54,7 +58,8 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c);
 
 class Builder {
  public:
-  Builder(const Job& job, Scope scope);
+  /// `max_tasks`: add() throws TooManyTasks past it.
+  Builder(const Job& job, Scope scope, size_t max_tasks);
 
   Schedule build();
 
@@ -82,6 +87,7 @@ class Builder {
 
   // -- tasks --
   TaskId add(Task t) {
+    if (s_.tasks.size() >= max_tasks_) throw TooManyTasks{};
     const auto id = static_cast<TaskId>(s_.tasks.size());
     if (t.stream == Stream::kCompute) {
       for (TaskId blocking : blocking_) edges_.emplace_back(id, blocking);
@@ -195,6 +201,7 @@ class Builder {
   void finish_deps();
 
   const Job& job_;
+  size_t max_tasks_;
   Schedule s_;
   int64_t p_ = 1, v_ = 1, m_ = 1;
   bool zb_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;
