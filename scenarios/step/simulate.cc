@@ -14,6 +14,7 @@
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/step_limits.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -193,6 +194,14 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   if (!hardware.ok()) return hardware.problems();
   const hwmodels::GpuModel& gpu = hardware.value().gpu;
   const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
+  // Only the job's GPUs (0..gpus-1) and what connects them are built.
+  hwmodels::FabricOptions fabric_options;
+  fabric_options.gpus = spec.gpus;
+  std::vector<Problem> problems;
+  for (const auto& p : hwmodels::Fabric::validate(cluster, fabric_options)) {
+    problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
+  }
+  if (!problems.empty()) return problems;
   const SimulationMode mode = options.mode.value_or(spec.mode);
   strategies::BuildResult built = strategies::build_schedule(
       job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
@@ -201,15 +210,18 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   StepDetail detail{std::move(*built.schedule), {}, {}};
   const Schedule& schedule = detail.schedule;
 
-  std::vector<Problem> problems;
-  for (const auto& p : hwmodels::Fabric::validate(cluster)) {
-    problems.push_back({"/cluster/" + p.path, p.message, p.hint});
-  }
-  if (!problems.empty()) return problems;
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
-  detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
+  const StepHardware step_hardware{gpu, fabric, collectives};
+  detail.timeline = simulate_schedule(schedule, step_hardware);
   const StepTimeline& timeline = detail.timeline;
+  if (timeline.too_many_flows_task) {
+    return std::vector<Problem>{flows_problem(schedule, *timeline.too_many_flows_task)};
+  }
+  if (timeline.beyond_clock_task) {
+    return std::vector<Problem>{
+        clock_problem(schedule, step_hardware, timeline, *timeline.beyond_clock_task)};
+  }
 
   Report& report = detail.report;
   report.warnings = spec.warnings;  // the reader's remarks come first

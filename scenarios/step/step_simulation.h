@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "hwmodels/collectives.h"
@@ -67,10 +68,20 @@ struct StepTimeline {
   std::vector<uint32_t> task_cost;
   std::vector<WorkCost> costs;
   sim::RunResult run;
+  /// When run.beyond_clock: the task whose activity would end past the
+  /// engine's clock (~106 days); `tasks` is then empty.
+  std::optional<uint32_t> beyond_clock_task;
+  /// The task whose flows took the step past its flow limit: nothing ran.
+  std::optional<uint32_t> too_many_flows_task;
   size_t activities = 0;
   size_t flows = 0;
   static constexpr uint32_t kNoCost = UINT32_MAX;
 };
+
+/// The most flows one step puts on the engine (each ~200 bytes with its
+/// hops: about 2 GiB at the limit). Gradient buckets of a 100,000-layer model
+/// over a 64-GPU ring would need tens of millions.
+inline constexpr size_t kMaxStepFlows = size_t{1} << 23;
 
 /// The hardware a schedule runs on.
 struct StepHardware {
@@ -79,9 +90,13 @@ struct StepHardware {
   const hwmodels::CollectiveParams& collectives;
 };
 
-/// Prices and runs `schedule` on a fresh engine. Throws std::logic_error if
-/// the engine deadlocks (a schedule bug, reported with the stuck tasks).
-StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware);
+/// Prices and runs `schedule` on a fresh engine. A step of more than
+/// `max_flows` flows or too long for the engine's clock comes back with
+/// `too_many_flows_task` or `beyond_clock_task` set (step_limits.h says which key made it so).
+/// Throws std::logic_error if the engine deadlocks (a schedule bug, reported
+/// with the stuck tasks).
+StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware,
+                               size_t max_flows = kMaxStepFlows);
 
 /// What `work` costs when run by `rank` (its TP/CP/EP groups price the
 /// in-task collectives).
@@ -96,5 +111,8 @@ hwmodels::KernelCost price_op(const strategies::Op& op, const hwmodels::GpuModel
 
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);
+
+/// The group an in-task collective of dimension `dim` runs over.
+strategies::GroupKind group_kind_of(strategies::Dim dim);
 
 }  // namespace podsim::scenarios
