@@ -96,11 +96,23 @@ TEST(Cli, MalformedScenariosExitTwoNamingThePath) {
     EXPECT_NE(r.err.find(e.fragment), std::string::npos) << e.file << "\n" << r.err;
     EXPECT_FALSE(looks_like_a_crash(r.err)) << e.file << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << e.file;
-    // One problem per line, each in the documented form.
+    // One problem per line, each in the documented form; a syntax error's
+    // excerpt follows it: the input line and a caret line, indented.
     std::istringstream lines(r.err);
     std::string line;
+    bool after_problem = false;
     while (std::getline(lines, line)) {
-      EXPECT_EQ(line.rfind("podsim: " + file + ": /", 0), 0u) << line;
+      if (line.rfind("podsim: " + file + ": /", 0) == 0) {
+        after_problem = true;
+        continue;
+      }
+      EXPECT_TRUE(after_problem) << line;
+      EXPECT_EQ(line.rfind("  ", 0), 0u) << line;
+      std::string caret;
+      ASSERT_TRUE(std::getline(lines, caret)) << line;
+      EXPECT_EQ(caret.find_first_not_of(' '), caret.size() - 1) << caret;
+      EXPECT_EQ(caret.back(), '^') << caret;
+      after_problem = false;
     }
   }
 }

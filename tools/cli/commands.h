@@ -47,7 +47,8 @@ int calibrate_command(const std::vector<std::string>& args, CommandIo& io);
 // `podsim execute` (execute.cc).
 int execute_command(const std::vector<std::string>& args, CommandIo& io);
 
-/// Prints each problem as "podsim: <label>: /path: message (hint)".
+/// Prints each problem as "podsim: <label>: /path: message (hint)", then its
+/// excerpt (the input line with a caret under the fault), if it has one.
 void print_problems(std::ostream& err, std::string_view label,
                     const std::vector<scenarios::Problem>& problems);
 

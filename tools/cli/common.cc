@@ -11,6 +11,7 @@ void print_problems(std::ostream& err, std::string_view label,
                     const std::vector<scenarios::Problem>& problems) {
   for (const scenarios::Problem& problem : problems) {
     err << "podsim: " << label << ": " << problem.to_string() << "\n";
+    if (!problem.excerpt.empty()) err << problem.excerpt << "\n";
   }
 }
 
@@ -33,6 +34,21 @@ std::optional<int> parse_arguments(std::string_view command, std::string_view us
       return kExitOk;
     }
     po::notify(values);
+    // An option given an empty value ("--trace ''") is a mistake, never
+    // "option not given": nothing would be written, read or chosen.
+    for (const auto& [name, value] : values) {
+      const po::option_description* option = all.find_nothrow(name, false);
+      const bool takes_value = option != nullptr && option->semantic()->max_tokens() > 0;
+      const auto* text = boost::any_cast<std::string>(&value.value());
+      if (takes_value && text != nullptr && text->empty() && !value.defaulted()) {
+        const bool positional_file = name == "file";
+        io.err << "podsim " << command << ": "
+               << (positional_file ? std::string("the file name is empty")
+                                   : "--" + name + " needs a value, got an empty one")
+               << "\nusage: " << usage << "\n";
+        return kExitBadInput;
+      }
+    }
   } catch (const po::error& error) {
     io.err << "podsim " << command << ": " << error.what() << "\n"
            << "usage: " << usage << "\n"
