@@ -97,6 +97,15 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     err << "podsim collective: " << e.what() << "\n" << desc;
     return 2;
   }
+  for (const auto& [name, value] : vm) {
+    const po::option_description* option = desc.find_nothrow(name, false);
+    const bool takes_value = option != nullptr && option->semantic()->max_tokens() > 0;
+    const auto* text = boost::any_cast<std::string>(&value.value());
+    if (takes_value && text != nullptr && text->empty()) {
+      err << "podsim collective: --" << name << " needs a value, got an empty one\n";
+      return 2;
+    }
+  }
   if (vm.count("help")) {
     out << desc;
     return 0;
@@ -164,9 +173,15 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
   } catch (const std::invalid_argument& e) {
     err << "podsim collective: " << e.what() << "\n";
     return 2;
-  } catch (const std::exception& e) {
-    err << "podsim collective: internal error: " << e.what() << "\n";
-    return 1;
+  }
+  for (const CollectiveResult& r : rows) {
+    if (std::isinf(r.time_s)) {
+      err << "podsim collective: --" << (vm.count("sweep") ? "max-bytes" : "bytes") << ": "
+          << hwmodels::to_string(*op) << " of " << fixed(r.plan.bytes, 0) << " B over " << gpus
+          << " GPUs outlasts the simulated clock (" << hooks.clock_limit
+          << "); give a smaller size\n";
+      return 2;
+    }
   }
   for (const std::string& note : profile_notes)
     err << "podsim collective: profile: " << note << "\n";
