@@ -90,28 +90,46 @@ PlanProblem too_many_tasks(const Job& job, int64_t ranks, Scope scope, size_t ma
           "buckets (/options/dp_bucket_params)"};
 }
 
+int64_t scheduled_ranks(const Job& job, Scope scope) {
+  return scope == Scope::kEveryRank ? job.plan.dp * job.plan.tp * job.plan.pp * job.plan.cp
+                                    : job.plan.pp;
+}
+
 }  // namespace
+
+std::optional<PlanProblem> schedule_size_problem(const Job& job, Scope scope, size_t max_tasks) {
+  // Every rank runs at least a forward and a backward task per micro-batch
+  // and chunk: refuse before the pipeline orders take that much memory.
+  const int64_t ranks = scheduled_ranks(job, scope);
+  const int64_t m = micro_batches(job);
+  if (m > kMaxMicroBatches) {
+    return PlanProblem{"/training/global_batch",
+                       "global_batch / (dp x micro_batch) = " + std::to_string(m) +
+                           " micro-batches per pipeline, more than podsim simulates (" +
+                           std::to_string(kMaxMicroBatches) + ")",
+                       "a real step runs at most a few thousand: a smaller global_batch, or a "
+                       "larger micro_batch"};
+  }
+  const double least_tasks = 2.0 * static_cast<double>(ranks) * static_cast<double>(m) *
+                             static_cast<double>(job.plan.virtual_stages);
+  if (least_tasks > static_cast<double>(max_tasks)) {
+    return too_many_tasks(job, ranks, scope, max_tasks);
+  }
+  return std::nullopt;
+}
 
 BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks) {
   BuildResult result;
   result.problems = validate(job);
   if (!result.problems.empty()) return result;
-  // Every rank runs at least a forward and a backward task per micro-batch
-  // and chunk: refuse before the pipeline orders take that much memory.
-  const int64_t ranks = scope == Scope::kEveryRank
-                            ? job.plan.dp * job.plan.tp * job.plan.pp * job.plan.cp
-                            : job.plan.pp;
-  const double least_tasks = 2.0 * static_cast<double>(ranks) *
-                             static_cast<double>(micro_batches(job)) *
-                             static_cast<double>(job.plan.virtual_stages);
-  if (least_tasks > static_cast<double>(max_tasks)) {
-    result.problems.push_back(too_many_tasks(job, ranks, scope, max_tasks));
+  if (std::optional<PlanProblem> too_large = schedule_size_problem(job, scope, max_tasks)) {
+    result.problems.push_back(std::move(*too_large));
     return result;
   }
   try {
     result.schedule = schedule_detail::Builder(job, scope, max_tasks).build();
   } catch (const schedule_detail::TooManyTasks&) {
-    result.problems.push_back(too_many_tasks(job, ranks, scope, max_tasks));
+    result.problems.push_back(too_many_tasks(job, scheduled_ranks(job, scope), scope, max_tasks));
   }
   return result;
 }

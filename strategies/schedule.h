@@ -133,6 +133,11 @@ struct Schedule {
 /// far larger job -- is refused with a problem.
 inline constexpr size_t kMaxScheduleTasks = size_t{1} << 22;
 
+/// The most micro-batches per pipeline a step simulates. Published runs use
+/// tens (Llama 3 405B: 16); 65,536 is far past any, and keeps a sweep from
+/// computing pipeline orders of millions of slots for each plan.
+inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;
+
 /// Builds the schedule of `job`, or every problem that prevents it
 /// (validate(job), or a schedule of more than `max_tasks` tasks).
 struct BuildResult {
@@ -140,6 +145,13 @@ struct BuildResult {
   std::vector<PlanProblem> problems;
 };
 BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks = kMaxScheduleTasks);
+
+/// The problem build_schedule reports, without building anything, when
+/// `job` has more than kMaxMicroBatches micro-batches per pipeline, or its
+/// micro-batches and chunks alone give the ranks in `scope` more than
+/// `max_tasks` tasks (a forward and a backward each); nullopt if not.
+std::optional<PlanProblem> schedule_size_problem(const Job& job, Scope scope,
+                                                 size_t max_tasks = kMaxScheduleTasks);
 
 std::string_view to_string(TaskKind kind);
 std::string_view to_string(Stream stream);

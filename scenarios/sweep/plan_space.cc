@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "strategies/job.h"
+#include "strategies/schedule.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -113,7 +114,13 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                       p.recompute = strategies::Recompute{rc, 0};
                       strategies::Job job{model, scenario.training, p, scenario.options};
                       job.training.micro_batch = mb;
-                      if (strategies::validate(job).empty()) out.push_back(c);
+                      // A plan whose schedule is too large to build (a million
+                      // micro-batches) could only fail; it is not a candidate.
+                      if (strategies::validate(job).empty() &&
+                          !strategies::schedule_size_problem(job,
+                                                             strategies::Scope::kRepresentatives)) {
+                        out.push_back(c);
+                      }
                     }
                   }
                 }

@@ -364,6 +364,19 @@ TEST(ScheduleLimits, MoreTasksThanTheLimitIsAProblemNotAnAllocation) {
   ASSERT_EQ(refused.problems.size(), 1u);
   EXPECT_EQ(refused.problems[0].path, "/training/global_batch");
 
+  // More micro-batches per pipeline than any step runs, though the tasks
+  // (4 stages x 2 x 65,537) would fit: refused by the count alone.
+  Job many = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  many.training.global_batch = kMaxMicroBatches;
+  ASSERT_EQ(micro_batches(many), kMaxMicroBatches);
+  EXPECT_FALSE(schedule_size_problem(many, Scope::kRepresentatives).has_value());
+  many.training.global_batch = kMaxMicroBatches + 1;
+  const std::optional<PlanProblem> too_many = schedule_size_problem(many, Scope::kRepresentatives);
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_EQ(too_many->path, "/training/global_batch");
+  EXPECT_NE(too_many->message.find("65537 micro-batches per pipeline"), std::string::npos)
+      << too_many->message;
+
   // Every rank of a large job: the problem names the simulation mode.
   Job wide = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
   wide.plan.dp = 8;
