@@ -1,6 +1,7 @@
 #include "scenarios/input/json_text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -71,17 +72,32 @@ class BoundedDomBuilder {
     // nlohmann says "[json.exception.parse_error.101] parse error at line 3,
     // column 7: <reason>"; its id and wording stay inside: the problem says
     // where, what and how to fix it in the contract's form.
-    const size_t offset = std::min(position > 0 ? position - 1 : 0, text_.size());
+    const std::string what = error.what();
+    const size_t colon = what.find(": ");
+    std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
+    // A token read whole but out of place ("unexpected string literal"), or
+    // a number too large, is pointed at where it starts; a token the lexer
+    // could not finish, at the byte where it stopped.
+    size_t offset = last_byte(position);
+    if (reason.find("unexpected end of input") != std::string::npos) {
+      offset = text_.size();
+    } else if (error.id == kNumberOverflow || reason.find(" - unexpected ") != std::string::npos) {
+      offset = token_start(position);
+    }
     Problem problem{current_path(), "", "", excerpt(offset)};
     if (error.id == kNumberOverflow) {
       problem.message = "the number " + shortened(last_token) +
                         " is out of range: JSON numbers podsim reads lie within +-1.8e308";
       problem.hint = "see `podsim describe` for the key's range";
     } else {
-      const std::string what = error.what();
-      const size_t colon = what.find(": ");
-      const std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
-      problem.message = "invalid JSON at " + line_and_column(offset) + ": " + shortened(reason);
+      // The whole reason; only the token it quotes is shortened (a 20 MB
+      // unterminated string is not repeated).
+      if (const size_t at = reason.find(last_token);
+          !last_token.empty() && at != std::string::npos) {
+        reason.replace(at, last_token.size(), shortened(last_token));
+      }
+      problem.message =
+          "invalid JSON at " + line_and_column(offset) + ": " + escape_for_message(reason);
       problem.hint = "the file must be one JSON object";
     }
     add_problem(problems_, std::move(problem));
@@ -172,6 +188,35 @@ class BoundedDomBuilder {
     path += '/';
     path += pointer_segment(key);
     return path;
+  }
+
+  /// The byte the lexer stopped at, `position` bytes in.
+  size_t last_byte(size_t position) const {
+    return std::min(position > 0 ? position - 1 : 0, text_.size());
+  }
+
+  /// Where the token that ends at or just before `position` starts: a
+  /// string at its opening quote, a number or literal at its first
+  /// character (the lexer may have looked one byte past it).
+  size_t token_start(size_t position) const {
+    auto word = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '+' || c == '-';
+    };
+    size_t at = last_byte(position);
+    if (at >= text_.size()) return at;
+    if (!word(text_[at]) && text_[at] != '"' && at > 0 && word(text_[at - 1])) --at;
+    if (text_[at] == '"') {
+      // Back to the opening quote, past escaped quotes.
+      for (size_t i = at; i > 0; --i) {
+        if (text_[i - 1] != '"') continue;
+        size_t backslashes = 0;
+        while (i - 1 > backslashes && text_[i - 2 - backslashes] == '\\') ++backslashes;
+        if (backslashes % 2 == 0) return i - 1;
+      }
+      return at;
+    }
+    while (at > 0 && word(text_[at]) && word(text_[at - 1])) --at;
+    return at;
   }
 
   /// "line 3, column 7" of the byte at `offset`.

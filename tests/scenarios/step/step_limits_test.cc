@@ -10,6 +10,7 @@
 #include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
 #include "scenarios/step/step_simulation.h"
+#include "tests/scenarios/input/malformed_corpus.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -114,6 +115,23 @@ TEST(StepLimits, ATenMillionNodeClusterRunsAnEightGpuJob) {
           "parallelism": {"dp": 8, "zero": 1}})");
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(report.value().step_time_s, simulate(one.value()).value().step_time_s);
+}
+
+TEST(StepLimits, MalformedFilesTheReaderAcceptsFailInSimulationAtTheirPath) {
+  size_t simulated = 0;
+  for (const testing_corpus::Expectation& e : testing_corpus::malformed_corpus()) {
+    if (!e.fails_in_simulation) continue;
+    ++simulated;
+    const Result<ScenarioSpec> spec = read_scenario_file(testing_corpus::malformed_dir() + e.file);
+    ASSERT_TRUE(spec.ok()) << e.file;
+    const Result<Report> report = simulate(spec.value());
+    ASSERT_FALSE(report.ok()) << e.file;
+    ASSERT_EQ(report.problems().size(), 1u) << e.file;
+    const Problem& p = report.problems().front();
+    EXPECT_EQ(p.path, e.path) << e.file << ": " << p.to_string();
+    EXPECT_NE(p.to_string().find(e.fragment), std::string::npos) << e.file << ": " << p.to_string();
+  }
+  EXPECT_GE(simulated, 5u);
 }
 
 }  // namespace
