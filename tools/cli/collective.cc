@@ -25,6 +25,13 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+/// 4 significant digits: "1.126e+30", not 31 digits.
+std::string significant(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 nlohmann::ordered_json row_json(const std::string& cluster, CollectiveOp op, int64_t gpus,
                                 const CollectiveResult& r) {
   nlohmann::ordered_json j;
@@ -177,7 +184,7 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
   for (const CollectiveResult& r : rows) {
     if (std::isinf(r.time_s)) {
       err << "podsim collective: --" << (vm.count("sweep") ? "max-bytes" : "bytes") << ": "
-          << hwmodels::to_string(*op) << " of " << fixed(r.plan.bytes, 0) << " B over " << gpus
+          << hwmodels::to_string(*op) << " of " << significant(r.plan.bytes) << " B over " << gpus
           << " GPUs outlasts the simulated clock (" << hooks.clock_limit
           << "); give a smaller size\n";
       return 2;
@@ -201,7 +208,7 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     return 0;
   }
   const CollectiveResult& r = rows.front();
-  out << hwmodels::to_string(*op) << " of " << fixed(r.plan.bytes, 0) << " B over " << gpus
+  out << hwmodels::to_string(*op) << " of " << significant(r.plan.bytes) << " B over " << gpus
       << " GPUs of " << cluster->name << " (" << hwmodels::to_string(r.plan.algorithm) << "/"
       << hwmodels::to_string(r.plan.protocol) << ")\n"
       << "  time   " << fixed(r.time_s * 1e6, 2) << " us\n"
