@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hwmodels/collectives.h"
+#include "tools/cli/commands.h"
 
 namespace podsim::cli {
 namespace {
@@ -104,14 +105,9 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     err << "podsim collective: " << e.what() << "\n" << desc;
     return 2;
   }
-  for (const auto& [name, value] : vm) {
-    const po::option_description* option = desc.find_nothrow(name, false);
-    const bool takes_value = option != nullptr && option->semantic()->max_tokens() > 0;
-    const auto* text = boost::any_cast<std::string>(&value.value());
-    if (takes_value && text != nullptr && text->empty()) {
-      err << "podsim collective: --" << name << " needs a value, got an empty one\n";
-      return 2;
-    }
+  if (const std::optional<std::string> empty = cli::option_with_empty_value(vm, desc)) {
+    err << "podsim collective: --" << *empty << " needs a value, got an empty one\n";
+    return 2;
   }
   if (vm.count("help")) {
     out << desc;
