@@ -1,88 +1,21 @@
 #include "scenarios/input/schema.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "scenarios/input/presets.h"
+#include "scenarios/input/schema_decl.h"
 #include "scenarios/input/suggest.h"
 
 namespace podsim::scenarios {
 
 namespace {
 
-// Declaration helpers: one line per key in the tables below.
-constexpr KeyDecl object(std::string_view path, Presence presence, std::string_view doc) {
-  return {path, KeyKind::kObject, presence, "", Dimension::kNone, 0, 0, false, "", doc};
-}
-constexpr KeyDecl integer(std::string_view path, Presence presence, std::string_view value,
-                          double min, double max, std::string_view doc) {
-  return {path, KeyKind::kInteger, presence, value, Dimension::kNone, min, max, false, "", doc};
-}
-constexpr KeyDecl number(std::string_view path, Presence presence, std::string_view value,
-                         double min, double max, bool min_exclusive, std::string_view doc) {
-  return {path, KeyKind::kNumber, presence, value, Dimension::kNone, min,
-          max,  min_exclusive,    "",       doc};
-}
-constexpr KeyDecl quantity(std::string_view path, Presence presence, std::string_view value,
-                           Dimension dimension, double min, double max, bool min_exclusive,
-                           std::string_view doc) {
-  return {path, KeyKind::kQuantity, presence, value, dimension, min, max, min_exclusive, "", doc};
-}
-constexpr KeyDecl boolean(std::string_view path, std::string_view value, std::string_view doc) {
-  return {path, KeyKind::kBool, Presence::kDefault, value, Dimension::kNone, 0, 0, false, "", doc};
-}
-/// A boolean whose absence means something of its own (said in `doc`).
-constexpr KeyDecl optional_boolean(std::string_view path, std::string_view doc) {
-  return {path, KeyKind::kBool, Presence::kOptional, "", Dimension::kNone, 0, 0, false, "", doc};
-}
-constexpr KeyDecl text(std::string_view path, Presence presence, std::string_view value,
-                       double max_length, std::string_view doc) {
-  return {path, KeyKind::kString, presence, value, Dimension::kNone, 0, max_length, false, "", doc};
-}
-constexpr KeyDecl choice(std::string_view path, std::string_view value, std::string_view allowed,
-                         std::string_view doc) {
-  return {path, KeyKind::kEnum, Presence::kDefault, value, Dimension::kNone, 0, 0, false, allowed,
-          doc};
-}
-constexpr KeyDecl preset_or_object(std::string_view path, std::string_view category,
-                                   std::string_view doc) {
-  return {path,
-          KeyKind::kPresetOrObject,
-          Presence::kRequired,
-          "",
-          Dimension::kNone,
-          0,
-          0,
-          false,
-          category,
-          doc};
-}
-constexpr KeyDecl preset_base(std::string_view path, std::string_view category) {
-  return {path,
-          KeyKind::kPresetName,
-          Presence::kOptional,
-          "",
-          Dimension::kNone,
-          0,
-          0,
-          false,
-          category,
-          "start from this preset; the other keys of the object override it"};
-}
-
-constexpr double kNameLength = 256;
-constexpr double kTextLength = 65536;
-constexpr double kPathLength = 4096;
-constexpr double kMaxDegree = 1e8;  // any parallel degree or GPU count
-constexpr double kPeta = 1e15;
+using namespace decl;  // NOLINT(google-build-using-namespace): the table reads as a list
 constexpr double kLeastMeasured = 1e-6;  // a measured value errors are relative to
-
-constexpr Presence kRequired = Presence::kRequired;
-constexpr Presence kDefault = Presence::kDefault;
-constexpr Presence kComputed = Presence::kComputed;
-constexpr Presence kOptional = Presence::kOptional;
 
 // clang-format off
 constexpr KeyDecl kScenarioKeys[] = {
@@ -128,6 +61,8 @@ constexpr KeyDecl kScenarioKeys[] = {
            "fp16 tensor-core peak; 0 = not supported"),
   quantity("/cluster/gpu/peak_flops/fp8", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
            "fp8 tensor-core peak; 0 = not supported"),
+  quantity("/cluster/gpu/peak_flops/int8", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "int8 matrix peak (integer ops per second); 0 = not supported (v1.2)"),
   quantity("/cluster/gpu/peak_flops/tf32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
            "tf32 tensor-core peak; 0 = not supported"),
   quantity("/cluster/gpu/peak_flops/fp32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
@@ -147,17 +82,35 @@ constexpr KeyDecl kScenarioKeys[] = {
   quantity("/cluster/gpu/launch_overhead", kRequired, "", Dimension::kSeconds, 0, 0.01, false,
            "host launch overhead of one kernel on a stream (extension)"),
   boolean("/cluster/gpu/has_nvls", "false", "NVLink SHARP in-switch reduction in the scale-up domain (extension)"),
+  quantity("/cluster/gpu/board_power", kOptional, "", Dimension::kWatts, 0, 1e5, true,
+           "board power the GPU's published GEMM measurements ran at (extension; presets: the rating)"),
+  quantity("/cluster/gpu/power_limit", kComputed, "= board_power", Dimension::kWatts, 0, 1e5, true,
+           "power the board is capped at; sets the clock its tensor cores sustain (v1.1)"),
   text("/cluster/gpu/profile", kDefault, "\"\"", kPathLength,
        "calibration profile (JSON) used instead of datasheet efficiency; empty = datasheet"),
   integer("/cluster/nodes", kRequired, "", 1, 1e7, "nodes (servers) in the cluster"),
   integer("/cluster/gpus_per_node", kRequired, "", 1, 1024, "GPUs per node"),
-  object("/cluster/scale_up", kRequired, "the scale-up domain (NVLink / NVSwitch, Infinity Fabric)"),
+  object("/cluster/scale_up", kRequired, "the scale-up domain (NVLink / NVSwitch, Infinity Fabric, TPU ICI)"),
   quantity("/cluster/scale_up/bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
-           "per GPU, per direction"),
+           "per GPU, per direction (a mesh or torus: all of its links together)"),
   quantity("/cluster/scale_up/latency", kDefault, "0", Dimension::kSeconds, 0, 1, false,
-           "one hop GPU -> switch -> GPU"),
-  integer("/cluster/scale_up/domain", kComputed, "= gpus_per_node", 1, 1e6,
+           "one hop: GPU -> switch -> GPU, one mesh or torus link"),
+  integer("/cluster/scale_up/domain", kComputed, "= gpus_per_node (a torus: its slice)", 1, 1e6,
           "GPUs per scale-up domain"),
+  choice("/cluster/scale_up/topology", "\"switch\"", "switch|mesh|torus",
+         "switch: NVSwitch crossbar; mesh: a link between every pair of GPUs (AMD Infinity Fabric); "
+         "torus: TPU ICI, one domain per slice (extension)"),
+  object("/cluster/scale_up/torus", kOptional, "the grid of a TPU slice (topology torus; extension)"),
+  integer("/cluster/scale_up/torus/dims", kDefault, "3", 2, 3, "axes of the torus (v5p, TPU7x: 3; v6e: 2)"),
+  {"/cluster/scale_up/torus/shape", KeyKind::kString, kComputed,
+   "the most balanced grid of the slice's chips", Dimension::kNone, 0, kNameLength, false, "grid",
+   "axis lengths of each slice, x (fastest-varying chip id) first, e.g. \"8x16x12\""},
+  {"/cluster/scale_up/torus/max_shape", KeyKind::kString, kOptional, "", Dimension::kNone, 0,
+   kNameLength, false, "grid", "the largest slice (the pod's ICI extent, any axis order); derived shapes stay inside"},
+  integer("/cluster/scale_up/torus/wrap_length", kDefault, "0", 0, 1e5,
+          "an axis wraps around when its length is a multiple of this (v6e: 16, v5p: 4); 0 = never"),
+  boolean("/cluster/scale_up/torus/wrap_needs_all_axes", "false",
+          "wrap-around only when every axis is such a multiple (v5p, TPU7x: whole 4x4x4 cubes)"),
   number("/cluster/scale_up/efficiency", kDefault, "1", 0, 1, true,
          "fraction of the bandwidth payload reaches through NCCL (protocol overhead; extension)"),
   object("/cluster/scale_out", kOptional, "the scale-out network (InfiniBand / RoCE); required when nodes > 1"),
@@ -179,7 +132,11 @@ constexpr KeyDecl kScenarioKeys[] = {
           "nodes under one switch group of this tier; 0 = all nodes (the top tier)"),
   number("/cluster/scale_out/tiers/*/oversubscription", kDefault, "1", 0, 1000, true,
          "downlink:uplink capacity of the groups below into this tier (7 = 1:7)"),
+  integer("/cluster/slices", kDefault, "1", 1, 1e6,
+          "TPU slices joined over the data-centre network (scale_out); nodes split evenly (v1.2)"),
   number("/cluster/price_per_gpu_hour", kOptional, "", 0, 1e6, true, "dollars per GPU-hour, for cost reports"),
+  text("/cluster/price_source", kOptional, "", kTextLength,
+       "what price_per_gpu_hour is: a public list price (where, when) or else what (extension)"),
 
   integer("/gpus", kComputed, "= dp*tp*pp*cp", 1, kMaxDegree, "GPUs the job uses; must fit the cluster"),
 
@@ -187,8 +144,8 @@ constexpr KeyDecl kScenarioKeys[] = {
   integer("/training/seq_len", kRequired, "", 1, 1 << 27, "tokens per sequence"),
   integer("/training/global_batch", kRequired, "", 1, 1 << 30, "sequences per optimizer step"),
   integer("/training/micro_batch", kDefault, "1", 1, 1 << 30, "sequences per micro-batch on one pipeline"),
-  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|fp32",
-         "format of the matrix products (fp8: matrix products in fp8, the rest bf16)"),
+  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|int8|fp32",
+         "format of the matrix products (fp8, int8: matrix products in that format, the rest bf16)"),
   choice("/training/optimizer", "\"adam\"", "adam|sgd", "adam (fp32 master weights and two moments) or sgd"),
 
   object("/parallelism", kOptional, "how the work is split (all degrees default to 1)"),
@@ -291,8 +248,38 @@ std::vector<std::string> split_allowed(std::string_view allowed) {
 
 }  // namespace
 
-std::span<const KeyDecl> scenario_keys() { return kScenarioKeys; }
+std::span<const KeyDecl> scenario_keys() {
+  // The core table, then the software section (schema_software.cc).
+  static const std::vector<KeyDecl> keys = [] {
+    std::vector<KeyDecl> all(std::begin(kScenarioKeys), std::end(kScenarioKeys));
+    const std::span<const KeyDecl> software = software_keys();
+    all.insert(all.end(), software.begin(), software.end());
+    return all;
+  }();
+  return keys;
+}
 std::span<const KeyDecl> validation_keys() { return kValidationKeys; }
+
+std::vector<int> parse_grid(std::string_view text) {
+  std::vector<int> axes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t x = text.find('x', start);
+    const std::string_view part =
+        text.substr(start, x == std::string_view::npos ? std::string_view::npos : x - start);
+    int a = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), a);
+    if (part.empty() || part.size() > 6 || error != std::errc{} ||
+        end != part.data() + part.size() || a < 1) {
+      return {};
+    }
+    axes.push_back(a);
+    if (x == std::string_view::npos) break;
+    start = x + 1;
+  }
+  if (axes.size() < 2 || axes.size() > 3) return {};
+  return axes;
+}
 
 const KeyDecl* find_decl(std::span<const KeyDecl> table, std::string_view pattern) {
   for (const KeyDecl& decl : table) {
@@ -354,7 +341,10 @@ std::string allowed_text(const KeyDecl& decl) {
       return format_number(decl.min) + " .. " + format_number(decl.max) + " elements";
     case KeyKind::kString:
       if (decl.allowed == "order") return "permutation of tp, cp, ep, dp, pp";
+      if (decl.allowed == "grid") return "2 or 3 positive integers joined by 'x'";
       return "at most " + format_number(decl.max) + " bytes";
+    case KeyKind::kTextMap:
+      return "keys: the group's other keys";
     case KeyKind::kObject:
     case KeyKind::kScenario:
     case KeyKind::kBool:
@@ -377,6 +367,8 @@ std::string_view kind_text(const KeyDecl& decl) {
       return "string or object";
     case KeyKind::kScenario:
       return "scenario object";
+    case KeyKind::kTextMap:
+      return "object of strings";
     case KeyKind::kInteger:
       return "integer";
     case KeyKind::kNumber:
@@ -393,6 +385,8 @@ std::string_view kind_text(const KeyDecl& decl) {
           return "compute rate";
         case Dimension::kHertz:
           return "frequency";
+        case Dimension::kWatts:
+          return "power";
         case Dimension::kNone:
           return "number";
       }
@@ -480,6 +474,7 @@ std::string describe_text() {
   for (const UnitSpelling& unit : unit_spellings()) names.push_back(unit.name);
   out += join_list(names, 1000);
   out += "\n(b = bits, B = bytes; KiB..PiB are binary; bandwidths are per direction)\n";
+  out += "\n" + software_presets_text(builtin_presets());
   return out;
 }
 
@@ -509,6 +504,7 @@ std::string describe_json_text() {
                      {"factor", unit.to_base}});
   }
   out["units"] = std::move(units);
+  out["software_presets"] = software_presets_json(builtin_presets());
   return out.dump(2) + "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "scenarios/input/software_spec.h"
 #include "strategies/model.h"
 #include "strategies/plan.h"
 
@@ -26,6 +27,8 @@ struct ScenarioSpec {
   strategies::TrainingSetup training;
   strategies::ParallelPlan plan;
   strategies::ScheduleOptions options;
+  /// The training framework (scenario-format.md v1.1 `software`).
+  SoftwareSpec software;
   SimulationMode mode = SimulationMode::kSymmetric;
   /// Remarks of the reader that do not stop the run (uneven pipeline stages,
   /// tp spanning scale-up domains, ...); the report should carry them.

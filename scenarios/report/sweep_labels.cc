@@ -162,19 +162,30 @@ std::string counts_text(const SweepOutcome& o) {
 /// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
 /// notes are numbered once (target_notes).
 std::string target_text(const SweepOutcome& o, const SweepTarget& t) {
-  std::string s =
-      std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
-      (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
-      format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " +
-      (t.price_per_gpu_hour ? std::string("$") + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h"
-                            : std::string("no price")) +
-      ")";
+  std::string s = std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
+                  (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
+                  format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " + price_text(t) + ")";
   const std::vector<std::string> notes = target_notes(o);
   for (const std::string* text : {&t.note, &t.price_source}) {
     const auto it = std::find(notes.begin(), notes.end(), *text);
     if (it != notes.end()) s += " [" + std::to_string(it - notes.begin() + 1) + "]";
   }
   return s;
+}
+
+std::vector<std::optional<size_t>> best_per_target(const SweepOutcome& o) {
+  std::vector<std::optional<size_t>> best(o.targets.size());
+  for (size_t k = 0; k < o.ranked.size(); ++k) {
+    std::optional<size_t>& b = best[o.candidates[o.ranked[k].index].target];
+    if (!b) b = k;
+  }
+  return best;
+}
+
+std::string price_text(const SweepTarget& t) {
+  if (!t.price_per_gpu_hour) return "no price";
+  return "$" + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h" +
+         (t.list_price ? " (list)" : " (reference)");
 }
 
 std::string tokens_text(double tokens) {

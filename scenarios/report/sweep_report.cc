@@ -15,6 +15,7 @@ using nlohmann::json;
 using strategies::PipelineSchedule;
 using strategies::RecomputeMode;
 using sweep_labels::baseline_rank_text;
+using sweep_labels::best_per_target;
 using sweep_labels::context_name;
 using sweep_labels::cost_text;
 using sweep_labels::counts_text;
@@ -25,6 +26,7 @@ using sweep_labels::front_flags;
 using sweep_labels::g9;
 using sweep_labels::kGiB;
 using sweep_labels::order_text;
+using sweep_labels::price_text;
 using sweep_labels::recompute_name;
 using sweep_labels::schedule_name;
 using sweep_labels::si_count;
@@ -105,10 +107,8 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
                                               const std::vector<SweepTarget>& targets,
                                               const SweepSpace& space) {
   std::vector<std::string> out;
-  const int64_t domain = targets.empty() ? 0
-                         : targets.front().cluster.scale_up.domain > 0
-                             ? targets.front().cluster.scale_up.domain
-                             : targets.front().cluster.gpus_per_node;
+  const int64_t max_tp =
+      targets.empty() ? 0 : default_max_tp(targets.front().cluster.scale_up_domain());
   const int64_t max_cp =
       space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
   auto list = [](const auto& values, auto name) {
@@ -118,7 +118,7 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
   };
   out.push_back("tp: divisors of the GPU count up to " +
                 (space.max_tp > 0 ? std::to_string(space.max_tp)
-                                  : std::to_string(domain) + " (the scale-up domain)") +
+                                  : std::to_string(max_tp) + " (the scale-up domain, at most 8)") +
                 "; cp: up to " + std::to_string(max_cp) +
                 (space.max_cp > 0 ? "" : " (seq_len/1024: at least 1,024 tokens per CP rank)") +
                 "; pp: up to " +
@@ -176,6 +176,7 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
                        {"nodes", t.cluster.nodes},
                        {"price_per_gpu_hour", optional_number(t.price_per_gpu_hour)},
                        {"price_source", t.price_source},
+                       {"list_price", t.list_price},
                        {"note", t.note}});
   }
   j["targets"] = targets;
@@ -188,6 +189,16 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
   json pareto = json::array();
   for (size_t k : o.pareto) pareto.push_back(result_json(o, k, true));
   j["pareto"] = pareto;
+  json best = json::array();
+  const std::vector<std::optional<size_t>> per_target = best_per_target(o);
+  for (size_t t = 0; t < o.targets.size(); ++t) {
+    best.push_back({{"target", t},
+                    {"gpu", o.targets[t].gpu},
+                    {"gpus", o.targets[t].gpus},
+                    {"best", per_target[t] ? result_json(o, *per_target[t], front[*per_target[t]])
+                                           : json(nullptr)}});
+  }
+  j["best_per_target"] = best;
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
     json bj;
@@ -266,6 +277,28 @@ std::string sweep_csv(const SweepOutcome& o) {
 
 namespace {
 
+// Each target's fastest plan side by side: which hardware, at what cost.
+std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
+  std::vector<std::vector<std::string>> rows{{"GPUs", "type", "plan", "step", "tokens/s/GPU", "MFU",
+                                              "price", "train time", "cost", "rank"}};
+  const std::vector<std::optional<size_t>> best = best_per_target(o);
+  for (size_t t = 0; t < o.targets.size(); ++t) {
+    const SweepTarget& target = o.targets[t];
+    if (!best[t]) {
+      rows.push_back({std::to_string(target.gpus), target.gpu, "no plan fits", "", "", "",
+                      price_text(target), "", "", ""});
+      continue;
+    }
+    const RankedPlan& r = o.ranked[*best[t]];
+    rows.push_back({std::to_string(target.gpus), target.gpu,
+                    sweep_plan_label(o.candidates[r.index]), format_seconds(r.outcome.step_time_s),
+                    si_count(r.outcome.tokens_per_s / static_cast<double>(target.gpus)),
+                    format_percent(r.outcome.mfu), price_text(target),
+                    duration_text(r.train_time_s), cost_text(o, r), std::to_string(*best[t] + 1)});
+  }
+  return rows;
+}
+
 std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t limit) {
   std::vector<std::vector<std::string>> rows{{"rank", "GPUs", "GPU", "plan", "step", "tokens/s",
                                               "MFU", "memory", "headroom", "exposed comm",
@@ -316,6 +349,12 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
              duration_text(r.train_time_s) + ", " + cost_text(o, r);
     }
     out += "\n";
+    if (o.targets.size() > 1) {
+      out +=
+          "\nBest plan per hardware target (price: list = a public list price from the "
+          "cluster preset, reference = podsim's comparison price)\n";
+      out += format_columns(best_rows(o), "RLLRRRLRRR") + "\n";
+    }
   }
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;

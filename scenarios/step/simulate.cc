@@ -14,6 +14,7 @@
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/software.h"
 #include "scenarios/step/step_limits.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
@@ -179,7 +180,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 }  // namespace
 
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
@@ -212,7 +213,7 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
 
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
-  const StepHardware step_hardware{gpu, fabric, collectives};
+  const StepHardware step_hardware{gpu, fabric, collectives, kernel_implementation(spec)};
   detail.timeline = simulate_schedule(schedule, step_hardware);
   const StepTimeline& timeline = detail.timeline;
   if (timeline.too_many_flows_task) {

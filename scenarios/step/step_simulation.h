@@ -8,6 +8,7 @@
 #include "hwmodels/collectives.h"
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
+#include "hwmodels/kernel_implementation.h"
 #include "sim/engine.h"
 #include "strategies/schedule.h"
 
@@ -90,6 +91,8 @@ struct StepHardware {
   const hwmodels::GpuModel& gpu;
   const hwmodels::Fabric& fabric;
   const hwmodels::CollectiveParams& collectives;
+  /// The training framework's kernels and host costs.
+  hwmodels::KernelImplementation kernels = {};
 };
 
 /// Prices and runs `schedule` on a fresh engine. A step of more than

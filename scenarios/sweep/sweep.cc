@@ -15,6 +15,7 @@
 #include "hwmodels/fabric.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
@@ -165,7 +166,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   if (out.candidates.empty()) {
     // No plan is left when the batch alone makes every schedule too large to
     // build: that is the scenario's problem, not an empty ranking.
-    const strategies::Job job{scenario.model, scenario.training, scenario.plan, scenario.options};
+    const strategies::Job job = job_of(scenario);
     if (const auto too_large =
             strategies::schedule_size_problem(job, strategies::Scope::kRepresentatives)) {
       return std::vector<Problem>{{too_large->path, too_large->message, too_large->hint}};
@@ -196,8 +197,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
     return *b;
   };
-  auto job_of = [&](const SweepCandidate& c) {
-    strategies::Job job{scenario.model, scenario.training, c.plan, scenario.options};
+  auto candidate_job = [&](const SweepCandidate& c) {
+    strategies::Job job = job_of(scenario, c.plan);
     job.training.micro_batch = c.micro_batch;
     return job;
   };
@@ -210,7 +211,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const size_t i = mine[j];
       const SweepCandidate& c = out.candidates[i];
       const PlanBounds::Bounds b =
-          bounds_or_none([&]() { return bounder(worker, c.target).quick(job_of(c)); });
+          bounds_or_none([&]() { return bounder(worker, c.target).quick(candidate_job(c)); });
       PlanScreen& s = out.screens[i];
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit;
@@ -322,7 +323,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const SweepCandidate& c = out.candidates[i];
       if (k < to_refine.size()) {
         const PlanBounds::Bounds b =
-            bounds_or_none([&]() { return bounder(worker, c.target).refined(job_of(c)); });
+            bounds_or_none([&]() { return bounder(worker, c.target).refined(candidate_job(c)); });
         PlanScreen& s = out.screens[i];
         s.refined = true;
         s.memory_lower_bound_bytes = std::max(s.memory_lower_bound_bytes, b.memory_bytes);

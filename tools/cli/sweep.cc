@@ -260,17 +260,17 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   } else {
     counts.push_back(scenario.gpus);
   }
-  std::vector<std::optional<scenarios::SweepGpu>> gpus;
+  std::vector<std::optional<scenarios::SweepHardware>> gpus;
   std::vector<scenarios::Problem> problems;
   if (values.count("gpu-types") != 0) {
     const std::vector<std::string> names = split_names(values["gpu-types"].as<std::string>());
     if (names.empty()) {
-      out_io.err << "podsim sweep: --gpu-types needs GPU preset names separated by commas "
-                    "('podsim presets' lists them)\n";
+      out_io.err << "podsim sweep: --gpu-types needs GPU or cluster preset names separated by "
+                    "commas ('podsim presets' lists them)\n";
       return kExitBadInput;
     }
     for (const std::string& name : names) {
-      scenarios::Result<scenarios::SweepGpu> gpu = scenarios::sweep_gpu_preset(name);
+      scenarios::Result<scenarios::SweepHardware> gpu = scenarios::sweep_hardware_preset(name);
       if (gpu.ok()) {
         gpus.emplace_back(gpu.value());
       } else {

@@ -9,6 +9,7 @@
 #include "hwmodels/collectives.h"
 #include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
 #include "tests/scenarios/input/malformed_corpus.h"
 
@@ -77,7 +78,7 @@ TEST(StepLimits, MoreFlowsThanTheLimitNameTheCollectivesThatMakeThem) {
   // The data-parallel reductions and gathers of this job have thousands of
   // flows; with a limit of 1,000 the step stops where it passes it.
   const ScenarioSpec spec = llama8b_on("");
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  const strategies::Job job = job_of(spec);
   const strategies::BuildResult built =
       strategies::build_schedule(job, strategies::Scope::kRepresentatives);
   ASSERT_TRUE(built.schedule.has_value());

@@ -114,7 +114,7 @@ TEST(SweepEnumeration, PlansWithMoreMicroBatchesThanASimulationTakesAreLeftOut) 
 
 TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
   const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
-  Result<SweepGpu> b200 = sweep_gpu_preset("b200");
+  Result<SweepHardware> b200 = sweep_hardware_preset("b200");
   ASSERT_TRUE(b200.ok());
   Result<SweepTarget> t = make_sweep_target(spec, 32, b200.value());
   ASSERT_TRUE(t.ok());
@@ -138,7 +138,7 @@ TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
   ASSERT_FALSE(odd.ok());
   EXPECT_EQ(odd.problems().front().path, "/sweep/gpus");
   // An unknown GPU preset names the key.
-  Result<SweepGpu> unknown = sweep_gpu_preset("h100-sxm-800g");
+  Result<SweepHardware> unknown = sweep_hardware_preset("h100-sxm-800g");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.problems().front().path.rfind("/sweep/gpu-types", 0), 0u)
       << unknown.problems().front().to_string();
@@ -150,12 +150,51 @@ TEST(SweepTargets, TheClusterPriceAppliesToItsOwnGpu) {
   Result<SweepTarget> own = make_sweep_target(spec, 16, std::nullopt);
   ASSERT_TRUE(own.ok());
   EXPECT_DOUBLE_EQ(*own.value().price_per_gpu_hour, 2.25);
-  Result<SweepTarget> h200 = make_sweep_target(spec, 16, sweep_gpu_preset("h200-sxm-141g").value());
+  Result<SweepTarget> h200 =
+      make_sweep_target(spec, 16, sweep_hardware_preset("h200-sxm-141g").value());
   ASSERT_TRUE(h200.ok());
   EXPECT_DOUBLE_EQ(*h200.value().price_per_gpu_hour,
                    reference_price("h200-sxm-141g")->usd_per_gpu_hour);
   // H200 has the H100's NVLink4.
   EXPECT_DOUBLE_EQ(h200.value().cluster.scale_up.bw_bytes_per_s, 450e9);
+}
+
+TEST(SweepTargets, AClusterPresetBringsItsOwnNetwork) {
+  const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
+  // NVL72: trays of 4, one 72-GPU NVLink domain, one NIC per GPU.
+  Result<SweepHardware> nvl = sweep_hardware_preset("gb200-nvl72");
+  ASSERT_TRUE(nvl.ok());
+  Result<SweepTarget> t = make_sweep_target(spec, 256, nvl.value());
+  ASSERT_TRUE(t.ok()) << t.problems().front().to_string();
+  EXPECT_EQ(t.value().gpu, "gb200-nvl72");
+  EXPECT_EQ(t.value().cluster.nodes, 64);
+  EXPECT_EQ(t.value().cluster.scale_up_domain(), 72);
+  EXPECT_EQ(t.value().cluster.scale_out.nics_per_node, 4);
+  EXPECT_FALSE(t.value().price_per_gpu_hour.has_value());  // no list price, no reference
+  EXPECT_NE(t.value().note.find("its own"), std::string::npos) << t.value().note;
+  // A TPU v6e pod: 512 chips are two 256-chip slices over the data-centre network.
+  Result<SweepTarget> v6e =
+      make_sweep_target(spec, 512, sweep_hardware_preset("tpu-v6e-pod").value());
+  ASSERT_TRUE(v6e.ok());
+  EXPECT_EQ(v6e.value().cluster.slices, 2);
+  EXPECT_EQ(v6e.value().cluster.scale_up_domain(), 256);
+  EXPECT_TRUE(v6e.value().list_price);
+  EXPECT_DOUBLE_EQ(*v6e.value().price_per_gpu_hour, 2.70);
+  Result<SweepTarget> small =
+      make_sweep_target(spec, 64, sweep_hardware_preset("tpu-v6e-pod").value());
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small.value().cluster.slices, 1);  // one 8x8 slice
+  // 6 chips are no whole hosts of 4.
+  EXPECT_FALSE(make_sweep_target(spec, 6, sweep_hardware_preset("tpu-v5p-pod").value()).ok());
+  // AMD: the mesh node as it ships.
+  Result<SweepTarget> mi = make_sweep_target(spec, 16, sweep_hardware_preset("mi355x-8x").value());
+  ASSERT_TRUE(mi.ok());
+  EXPECT_EQ(mi.value().cluster.scale_up.topology, hwmodels::ScaleUpTopology::kMesh);
+  // A GPU preset still goes into the scenario's network.
+  Result<SweepTarget> b200 = make_sweep_target(spec, 16, sweep_hardware_preset("b200").value());
+  ASSERT_TRUE(b200.ok());
+  EXPECT_EQ(b200.value().cluster.scale_up_domain(), 8);
+  EXPECT_EQ(b200.value().cluster.scale_out.tiers.size(), spec.cluster.scale_out.tiers.size());
 }
 
 TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
@@ -196,7 +235,7 @@ TEST_F(SmallSweep, CostAndParetoFront) {
   Result<SweepTarget> small = make_sweep_target(spec_, 8, std::nullopt);
   Result<SweepTarget> large = make_sweep_target(spec_, 16, std::nullopt);
   Result<SweepTarget> h200 =
-      make_sweep_target(spec_, 16, sweep_gpu_preset("h200-sxm-141g").value());
+      make_sweep_target(spec_, 16, sweep_hardware_preset("h200-sxm-141g").value());
   ASSERT_TRUE(small.ok() && large.ok() && h200.ok());
   options_.tokens = 1e9;
   const SweepOutcome o = sweep_ok(spec_, {small.value(), large.value(), h200.value()}, options_);
