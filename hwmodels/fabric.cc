@@ -847,8 +847,24 @@ int Fabric::bfs_hop_count(int64_t src, int64_t dst) const {
   return dist[static_cast<size_t>(dst)];
 }
 
-FabricInstance Fabric::instantiate(sim::Engine& engine) const {
-  return FabricInstance(this, &engine);
+FabricInstance Fabric::instantiate(sim::Engine& engine,
+                                   std::span<const double> capacity_factor) const {
+  return FabricInstance(this, &engine,
+                        std::vector<double>(capacity_factor.begin(), capacity_factor.end()));
+}
+
+std::vector<uint32_t> Fabric::nic_links(int64_t nic) const {
+  std::vector<uint32_t> out;
+  for (uint32_t l = 0; l < impl_->links.size(); ++l) {
+    const FabricLink& k = impl_->links[l];
+    const uint32_t end = k.kind == LinkKind::kNicUp ? k.from : k.to;
+    const FabricVertex& v = impl_->vertices[end];
+    if ((k.kind == LinkKind::kNicUp || k.kind == LinkKind::kNicDown) &&
+        v.kind == VertexKind::kNic && v.index == nic) {
+      out.push_back(l);
+    }
+  }
+  return out;
 }
 
 Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const {
@@ -862,8 +878,14 @@ Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const 
   return r;
 }
 
+double FabricInstance::capacity_factor(uint32_t fabric_link) const {
+  return capacity_factor_.empty() ? 1.0 : capacity_factor_.at(fabric_link);
+}
+
 bool FabricInstance::has_engine_link(uint32_t fabric_link) const {
-  return fabric_->link(fabric_link).constrained || !fabric_->options().prune_unconstrained;
+  // A degraded link may become the bottleneck its healthy self never was.
+  return fabric_->link(fabric_link).constrained || !fabric_->options().prune_unconstrained ||
+         capacity_factor(fabric_link) < 1;
 }
 
 sim::LinkId FabricInstance::engine_link(uint32_t fabric_link) const {
@@ -872,7 +894,12 @@ sim::LinkId FabricInstance::engine_link(uint32_t fabric_link) const {
                                 " has no engine link (never a bottleneck)");
   }
   const auto [it, added] = engine_links_.try_emplace(fabric_link, 0);
-  if (added) it->second = engine_->add_link(fabric_->link(fabric_link).capacity_bytes_per_s).index;
+  if (added) {
+    it->second = engine_
+                     ->add_link(fabric_->link(fabric_link).capacity_bytes_per_s *
+                                capacity_factor(fabric_link))
+                     .index;
+  }
   return sim::LinkId{it->second};
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -175,9 +176,15 @@ class Fabric {
 
   /// The fabric's links on `engine`: each constrained link (every link when
   /// pruning is off) becomes an engine link the first time a route crosses
-  /// it, so an engine holds only the links its flows use. The Fabric and the
-  /// engine must outlive the instance and stay where they are.
-  FabricInstance instantiate(sim::Engine& engine) const;
+  /// it, so an engine holds only the links its flows use. `capacity_factor`,
+  /// when not empty, scales each link's capacity (by fabric link index; a
+  /// degraded part, below 1: such a link gets an engine link even when
+  /// unconstrained). The Fabric and the engine must outlive the instance and
+  /// stay where they are.
+  FabricInstance instantiate(sim::Engine& engine,
+                             std::span<const double> capacity_factor = {}) const;
+  /// The links between a NIC and its switch, both directions.
+  std::vector<uint32_t> nic_links(int64_t nic) const;
 
  private:
   struct Impl;
@@ -198,7 +205,9 @@ class FabricInstance {
 
  private:
   friend class Fabric;
-  FabricInstance(const Fabric* fabric, sim::Engine* engine) : fabric_(fabric), engine_(engine) {}
+  FabricInstance(const Fabric* fabric, sim::Engine* engine, std::vector<double> capacity_factor)
+      : fabric_(fabric), engine_(engine), capacity_factor_(std::move(capacity_factor)) {}
+  double capacity_factor(uint32_t fabric_link) const;
   const Fabric* fabric_;  // not owned
   sim::Engine* engine_;   // not owned
   // Fabric link -> engine link, filled on first use (a cache: routing stays
@@ -206,6 +215,7 @@ class FabricInstance {
   // not a vector over all links: a collective priced alone touches a few
   // dozen links of a fabric of millions.
   mutable std::unordered_map<uint32_t, uint32_t> engine_links_;
+  std::vector<double> capacity_factor_;  // empty: every link at its capacity
 };
 
 }  // namespace podsim::hwmodels

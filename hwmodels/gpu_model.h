@@ -99,7 +99,7 @@ double causal_block_fill(const AttentionShape& shape, int64_t tile);
 /// it sustains at its board power, in (0, 1]: compute-bound throughput
 /// follows the SM clock f, and the board holds P = P0 + k f V(f)^2 at its
 /// cap, so throughput(P) / throughput(P_board) = ((P - P0) / (P_board -
-/// P0))^(1/a) (/work/notes/kernels-host-power.md 5.2: P0 = 100 W static
+/// P0))^(1/a) (docs/research/kernels-host-power.md 5.2: P0 = 100 W static
 /// draw, a = 2, fitted to AMD's MI300X/MI325X sustained clocks at 750 and
 /// 1000 W, a = 2.03 at P0 = 100 W; the range a = 1.5-3 is what deep caps and
 /// the textbook V ~ f give). 1 without a board power or a cap below it.

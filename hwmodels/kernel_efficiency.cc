@@ -155,7 +155,7 @@ constexpr GemmAnchor kB200Mamf[] = {{NumberFormat::kBf16, 1745.0, 0},
 // AMD's hipBLASLt measurement at 4096x4864x32896 in ~1 s runs after a 25%
 // warm-up: the clock settles under power management, 1,207 MHz on MI300X
 // (750 W) and 1,447 MHz on MI325X (1000 W) (ROCm blogs, "Measuring
-// Max-Achievable FLOPs - Part 2", Feb 2025, /work/notes/hardware.md [N11]):
+// Max-Achievable FLOPs - Part 2", Feb 2025, docs/research/hardware.md [N11]):
 // sustained; and the MI300X fp8 sweep after 10,000 warm-up calls [S28].
 constexpr GemmAnchor kMi325xAnchors[] = {{NumberFormat::kBf16, 843.0, 4096, 4864, 32896, kS},
                                          {NumberFormat::kFp16, 794.0, 4096, 4864, 32896, kS},
@@ -266,7 +266,7 @@ const GpuDefaults kTable[] = {
      "B200: bf16 MAMF 1745 TFLOP/s (77.6%), fp8 MAMF 3432.5 (76.3%) [S03], bursts, x 0.853: "
      "back-to-back FlashAttention-4 on a 1000 W B200 loses 15% (1,450 -> 1,237 TFLOP/s) as the "
      "clock drops from 1,965 to ~1,580 MHz at the power limit (flashinfer PR #2899, "
-     "/work/notes/hardware.md [N22]); HBM 6.75 of 8.0 TB/s read [S18, unverified]",
+     "docs/research/hardware.md [N22]); HBM 6.75 of 8.0 TB/s read [S18, unverified]",
      kB200Mamf,
      {},
      0,

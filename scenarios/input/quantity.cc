@@ -106,6 +106,9 @@ std::vector<UnitSpelling> make_unit_spellings() {
   units.push_back({"\u03bcs", Dimension::kSeconds, 1e-6});  // Greek mu
   units.push_back({"ms", Dimension::kSeconds, 1e-3});
   units.push_back({"s", Dimension::kSeconds, 1.0});
+  // Run-level times (restarts, checkpoint intervals) are minutes and hours.
+  units.push_back({"min", Dimension::kSeconds, 60.0});
+  units.push_back({"h", Dimension::kSeconds, 3600.0});
 
   units.push_back({"FLOP/s", Dimension::kFlopsPerSecond, 1.0});
   units.push_back({"KFLOP/s", Dimension::kFlopsPerSecond, 1e3});

@@ -30,10 +30,36 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_training(spec.training);
   build_plan(spec.plan);
   build_options(spec);
+  build_run(spec);
   build_software(spec.software);
   check_job(spec);
+  build_degraded(spec);
   spec.warnings = std::move(warnings_);
   return spec;
+}
+
+void SpecBuilder::build_degraded(ScenarioSpec& s) {
+  DegradedParts& d = s.degraded;
+  auto rank = [&](const std::string& path) -> int64_t {
+    const std::optional<int64_t> r = integer(path);
+    if (!r) return -1;
+    if (s.gpus > 0 && *r >= s.gpus) {
+      problem(
+          path,
+          "rank " + std::to_string(*r) + " is not in the job (" + std::to_string(s.gpus) + " GPUs)",
+          "give a rank from 0 to " + std::to_string(s.gpus - 1));
+      return -1;
+    }
+    return *r;
+  };
+  if (usable("/degraded/gpu")) {
+    d.slow_gpu_rank = rank("/degraded/gpu/rank");
+    d.gpu_slowdown = number("/degraded/gpu/slowdown").value_or(1);
+  }
+  if (usable("/degraded/nic")) {
+    d.slow_nic_rank = rank("/degraded/nic/rank");
+    d.nic_rate_fraction = number("/degraded/nic/rate_fraction").value_or(1);
+  }
 }
 
 void SpecBuilder::problem(const std::string& path, std::string message, std::string hint) {

@@ -137,6 +137,42 @@ constexpr KeyDecl kScenarioKeys[] = {
   number("/cluster/price_per_gpu_hour", kOptional, "", 0, 1e6, true, "dollars per GPU-hour, for cost reports"),
   text("/cluster/price_source", kOptional, "", kTextLength,
        "what price_per_gpu_hour is: a public list price (where, when) or else what (extension)"),
+  // Reliability: failures that stop a synchronous job, per 1,000 days of each
+  // part's runtime. Defaults: Kokolis et al. (arXiv 2410.21680) measured 5 per
+  // 1,000 node-days on Meta's RSC A100 clusters; split by the shares of the
+  // Llama 3 paper's Table 5 counts (of 419) over 8 GPUs and 8 NICs per node
+  // (docs/goodput.md).
+  object("/cluster/reliability", kOptional,
+         "failure rates of the cluster's parts, per 1,000 days of each part's runtime (extension)"),
+  text("/cluster/reliability/source", kOptional, "", kTextLength, "where the rates come from"),
+  number("/cluster/reliability/gpu_per_1000_gpu_days", kDefault, "0.2834", 0, 1e6, false,
+         "GPU failures (faulty GPU, SRAM, GPU system processor, thermal) per GPU"),
+  number("/cluster/reliability/hbm_per_1000_gpu_days", kDefault, "0.1074", 0, 1e6, false,
+         "GPU memory (HBM) failures per GPU"),
+  number("/cluster/reliability/sdc_per_1000_gpu_days", kDefault, "0.00895", 0, 1e6, false,
+         "silent data corruption caught and stopped for, per GPU"),
+  number("/cluster/reliability/host_per_1000_node_days", kDefault, "0.1671", 0, 1e6, false,
+         "host hardware (CPU, DRAM, SSD, power supply, chassis, IO board) per node"),
+  number("/cluster/reliability/host_maintenance_per_1000_node_days", kDefault, "0.3819", 0, 1e6,
+         false, "unplanned maintenance of a host, per node"),
+  number("/cluster/reliability/software_per_1000_node_days", kDefault, "0.7518", 0, 1e6, false,
+         "software bugs, dependencies and NCCL watchdog timeouts, per node"),
+  number("/cluster/reliability/nic_per_1000_nic_days", kDefault, "0.01044", 0, 1e6, false,
+         "NIC failures per NIC"),
+  number("/cluster/reliability/network_per_1000_nic_days", kDefault, "0.05221", 0, 1e6, false,
+         "network switch and cable failures, per NIC link"),
+  number("/cluster/reliability/planned_per_day", kDefault, "0", 0, 1e4, false,
+         "planned interruptions of the job per day (maintenance, configuration changes)"),
+  object("/cluster/storage", kOptional, "where checkpoints are written (extension)"),
+  quantity("/cluster/storage/write_bandwidth", kComputed, "= 651 MB/s per node",
+           Dimension::kBytesPerSecond, 0, 1e18, true,
+           "sustained write bandwidth a job's checkpoints get (Llama 3: 2 TB/s for 3,072 nodes)"),
+  quantity("/cluster/storage/read_bandwidth", kComputed, "= write_bandwidth",
+           Dimension::kBytesPerSecond, 0, 1e18, true,
+           "sustained read bandwidth, for loading a checkpoint at a restart"),
+  quantity("/cluster/storage/host_copy_bandwidth", kDefault, "\"52 GB/s\"",
+           Dimension::kBytesPerSecond, 0, kPeta, true,
+           "one GPU's copy of its state to pinned host memory (H100 PCIe Gen5, measured)"),
 
   integer("/gpus", kComputed, "= dp*tp*pp*cp", 1, kMaxDegree, "GPUs the job uses; must fit the cluster"),
 
@@ -193,6 +229,51 @@ constexpr KeyDecl kScenarioKeys[] = {
           "once per step with it (torchtitan; DeepSpeed refuses ZeRO-2 with PP) (extension)"),
   choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
          "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
+
+  // Stragglers in the step (scenarios/step/, docs/goodput.md).
+  object("/degraded", kOptional,
+         "parts slower than their datasheet in the simulated step; the step is then simulated "
+         "with every rank (extension)"),
+  object("/degraded/gpu", kOptional, "one GPU whose compute runs slowly (throttling)"),
+  integer("/degraded/gpu/rank", kRequired, "", 0, 1e9, "the slow GPU's rank in the job"),
+  number("/degraded/gpu/slowdown", kRequired, "", 1, 1000, false,
+         "how many times as long its compute kernels take"),
+  object("/degraded/nic", kOptional, "one NIC below its rate (a degraded link)"),
+  integer("/degraded/nic/rank", kRequired, "", 0, 1e9,
+          "the rank whose NIC it is (the NIC its GPU sends and receives through)"),
+  number("/degraded/nic/rate_fraction", kRequired, "", 0, 1, true,
+         "the fraction of its rate the NIC keeps, both directions"),
+
+  // The whole run (scenarios/run/, docs/goodput.md).
+  object("/run", kOptional,
+         "the whole training run: token budget, checkpoints, restarts, stragglers (extension)"),
+  number("/run/tokens", kRequired, "", 0, 1e18, true, "tokens to train"),
+  integer("/run/samples", kDefault, "1000", 1, 1e6, "runs sampled for the distribution"),
+  integer("/run/seed", kDefault, "1", 0, 9007199254740992.0, "seed of the sampler (xoshiro256**)"),
+  object("/run/checkpoint", kOptional, "checkpoint saves"),
+  choice("/run/checkpoint/mode", "\"async\"", "sync|async",
+         "async: training waits for the copy to host memory only; sync: until the write ends"),
+  {"/run/checkpoint/interval", KeyKind::kEnumOrObject, kDefault, "\"daly\"", Dimension::kNone, 0, 0,
+   false, "daly|young",
+   "daly or young: the optimum for the job's failure rate; or {\"steps\": N} or "
+   "{\"time\": \"30 min\"}"},
+  integer("/run/checkpoint/interval/steps", kOptional, "", 1, 1e15, "steps between saves"),
+  quantity("/run/checkpoint/interval/time", kOptional, "", Dimension::kSeconds, 0, 1e10, true,
+           "time between saves, rounded to whole steps"),
+  object("/run/restart", kOptional, "what an interruption costs besides the work it loses"),
+  quantity("/run/restart/overhead", kDefault, "\"10 min\"", Dimension::kSeconds, 0, 1e7, false,
+           "from the failure to training again, the checkpoint load excluded "
+           "(Kokolis et al.: 5-20 min)"),
+  quantity("/run/restart/requeue", kDefault, "\"0 s\"", Dimension::kSeconds, 0, 1e8, false,
+           "waiting for replacement nodes or the scheduler (0: hot spares)"),
+  object("/run/stragglers", kOptional, "GPUs that keep working, slowly"),
+  number("/run/stragglers/node_fraction", kDefault, "0.005", 0, 1, false,
+         "fraction of nodes with a slow GPU at any time (MegaScale: about 0.5%)"),
+  number("/run/stragglers/gpu_slowdown", kDefault, "1.1", 1, 1000, false,
+         "how many times as long a slow GPU takes for its compute (MegaScale: about 10%)"),
+  quantity("/run/stragglers/mean_duration", kDefault, "\"4395 s\"", Dimension::kSeconds, 0, 1e9,
+           true,
+           "how long a slow GPU stays slow (FALCON: 10 s to 10 h; log-uniform mean)"),
 };
 
 constexpr KeyDecl kValidationKeys[] = {

@@ -107,6 +107,10 @@ std::string dollars(double v) {
 }
 
 /// "3.2 h", "12.5 days".
+double ettr(const RankedPlan& r) {
+  return r.train_time_s > 0 ? r.failure_free_time_s / r.train_time_s : 1.0;
+}
+
 std::string duration_text(double seconds) {
   if (seconds < 2 * 3600.0) return fixed(seconds / 60.0, 1) + " min";
   if (seconds < 2 * 86400.0) return fixed(seconds / 3600.0, 1) + " h";
@@ -153,7 +157,7 @@ std::vector<std::string> target_notes(const SweepOutcome& o) {
 std::string counts_text(const SweepOutcome& o) {
   return std::to_string(o.plans_total) + " valid plans: " + std::to_string(o.plans_pruned_memory) +
          " pruned by the memory bound, " + std::to_string(o.plans_skipped_by_bound) +
-         " skipped by the step-time bound (cannot reach the top " + std::to_string(o.top_k) +
+         " skipped by the bound (cannot reach the top " + std::to_string(o.top_k) +
          " of their target), " + std::to_string(o.plans_simulated) + " simulated (" +
          std::to_string(o.plans_not_fitting) + " over the memory capacity, " +
          std::to_string(o.plans_failed) + " failed)";

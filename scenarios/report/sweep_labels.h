@@ -34,6 +34,8 @@ std::string si_count(double v);
 std::string dollars(double v);
 /// "3.2 h", "12.5 days".
 std::string duration_text(double seconds);
+/// Failure-free time over the expected time to train: the plan's ETTR.
+double ettr(const RankedPlan& r);
 /// Dollars when every target has a price, else GPU-hours.
 std::string cost_text(const SweepOutcome& o, const RankedPlan& r);
 /// Per ranked plan: on the Pareto front.

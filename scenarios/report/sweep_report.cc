@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "scenarios/input/quantity.h"
+#include "scenarios/report/run_report_format.h"
 #include "scenarios/report/sweep_labels.h"
 #include "scenarios/report/text_table.h"
 
@@ -21,6 +22,7 @@ using sweep_labels::cost_text;
 using sweep_labels::counts_text;
 using sweep_labels::dollars;
 using sweep_labels::duration_text;
+using sweep_labels::ettr;
 using sweep_labels::fixed;
 using sweep_labels::front_flags;
 using sweep_labels::g9;
@@ -54,7 +56,9 @@ json result_json(const SweepOutcome& o, size_t k, bool on_front) {
   j["bubble_fraction"] = r.outcome.bubble_fraction;
   j["step_lower_bound_s"] = r.step_lower_bound_s;
   j["train_time_s"] = r.train_time_s;
+  j["failure_free_time_s"] = r.failure_free_time_s;
   j["gpu_hours"] = r.gpu_hours;
+  if (r.run) j["run"] = run_report_to_json(*r.run);
   j["cost_usd"] = optional_number(r.cost_usd);
   j["pareto"] = on_front;
   return j;
@@ -229,7 +233,7 @@ std::string sweep_csv(const SweepOutcome& o) {
       "rank,gpu,gpus,tp,cp,pp,dp,ep,micro_batch,sequence_parallel,zero,shard_group,schedule,"
       "virtual_stages,recompute,context,order,step_time_s,tokens_per_s,mfu,memory_peak_gib,"
       "memory_headroom_gib,exposed_comm_s,bubble_fraction,step_lower_bound_s,train_time_days,"
-      "gpu_hours,cost_usd,pareto\n";
+      "gpu_hours,cost_usd,pareto,failure_free_days\n";
   const std::vector<bool> front = front_flags(o);
   for (size_t k = 0; k < o.ranked.size(); ++k) {
     const RankedPlan& r = o.ranked[k];
@@ -265,7 +269,8 @@ std::string sweep_csv(const SweepOutcome& o) {
         g9(r.train_time_s / 86400.0),
         g9(r.gpu_hours),
         r.cost_usd ? g9(*r.cost_usd) : std::string(),
-        front[k] ? "true" : "false"};
+        front[k] ? "true" : "false",
+        g9(r.failure_free_time_s / 86400.0)};
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
       out += cells[i];
@@ -302,7 +307,7 @@ std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
 std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t limit) {
   std::vector<std::vector<std::string>> rows{{"rank", "GPUs", "GPU", "plan", "step", "tokens/s",
                                               "MFU", "memory", "headroom", "exposed comm",
-                                              "train time", "cost", "front"}};
+                                              "train time", "ETTR", "cost", "front"}};
   const std::vector<bool> front = front_flags(o);
   for (size_t k = 0; k < o.ranked.size() && k < limit; ++k) {
     const RankedPlan& r = o.ranked[k];
@@ -313,7 +318,7 @@ std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t l
                     format_percent(r.outcome.mfu), format_bytes(r.outcome.memory_peak_bytes),
                     format_bytes(r.outcome.memory_capacity_bytes - r.outcome.memory_peak_bytes),
                     format_seconds(r.outcome.exposed_comm_s), duration_text(r.train_time_s),
-                    cost_text(o, r), front[k] ? "*" : ""});
+                    format_percent(ettr(r)), cost_text(o, r), front[k] ? "*" : ""});
   }
   return rows;
 }
@@ -327,7 +332,9 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
          ", global batch " + std::to_string(scenario.training.global_batch) + "\n";
   for (const SweepTarget& t : o.targets) out += "target: " + target_text(o, t) + "\n";
   out += counts_text(o) + "\n";
-  out += "time and cost to train " + tokens_text(o.tokens) + " tokens (--tokens); cost in " +
+  out += "expected time and cost to train " + tokens_text(o.tokens) +
+         " tokens (--tokens), the job's failures, checkpoint saves and restarts included "
+         "(docs/goodput.md; ETTR = failure-free time / time); cost in " +
          (o.cost_in_dollars ? "dollars" : "GPU-hours (no price for every GPU)") + "\n\n";
   if (o.plans_total == 0) {
     out +=
@@ -338,8 +345,8 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
     out += "No plan fits in memory.\n";
   } else {
     out += "Top " + std::to_string(std::min(o.top_k, o.ranked.size())) +
-           " by step time (front: on the Pareto front of time against cost)\n";
-    out += format_columns(table_rows(o, o.top_k), "RRLLRRRRRRRRL") + "\n";
+           " by expected time to train (front: on the Pareto front of time against cost)\n";
+    out += format_columns(table_rows(o, o.top_k), "RRLLRRRRRRRRRL") + "\n";
     out += "Pareto front (time to train vs cost):";
     for (size_t k : o.pareto) {
       const RankedPlan& r = o.ranked[k];

@@ -203,7 +203,9 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
-  const SimulationMode mode = options.mode.value_or(spec.mode);
+  // A degraded part breaks the ranks' symmetry: every rank is simulated.
+  const SimulationMode mode =
+      spec.degraded.any() ? SimulationMode::kEveryRank : options.mode.value_or(spec.mode);
   strategies::BuildResult built = strategies::build_schedule(
       job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
                                               : strategies::Scope::kRepresentatives);
@@ -213,7 +215,30 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
 
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
-  const StepHardware step_hardware{gpu, fabric, collectives, kernel_implementation(spec)};
+  Degradation degradation;
+  // The reader checked the ranks against the scenario's job; a plan made
+  // from it (a sweep's) may have fewer GPUs.
+  for (const auto& [path, rank] : {std::pair{"/degraded/gpu/rank", spec.degraded.slow_gpu_rank},
+                                   std::pair{"/degraded/nic/rank", spec.degraded.slow_nic_rank}}) {
+    if (rank >= spec.gpus) {
+      return std::vector<Problem>{{path,
+                                   "rank " + std::to_string(rank) + " is not in the job (" +
+                                       std::to_string(spec.gpus) + " GPUs)",
+                                   "give a rank from 0 to " + std::to_string(spec.gpus - 1)}};
+    }
+  }
+  if (spec.degraded.slow_gpu_rank >= 0) {
+    degradation.gpu_slowdown[spec.degraded.slow_gpu_rank] = spec.degraded.gpu_slowdown;
+  }
+  if (spec.degraded.slow_nic_rank >= 0) {
+    if (fabric.nic_of(spec.degraded.slow_nic_rank) < 0) {
+      return std::vector<Problem>{{"/degraded/nic", "the cluster has no scale-out NICs",
+                                   "remove /degraded/nic or give the cluster a scale_out"}};
+    }
+    degradation.nic_rate_fraction[spec.degraded.slow_nic_rank] = spec.degraded.nic_rate_fraction;
+  }
+  const StepHardware step_hardware{gpu, fabric, collectives, kernel_implementation(spec),
+                                   &degradation};
   detail.timeline = simulate_schedule(schedule, step_hardware);
   const StepTimeline& timeline = detail.timeline;
   if (timeline.too_many_flows_task) {

@@ -307,6 +307,21 @@ TEST(FabricInstance, EngineLinksOnlyForConstrainedLinksAndOnlyOnceRouted) {
   EXPECT_THROW(inst.engine_link(f.path(0, 64).links[0]), std::invalid_argument);
 }
 
+TEST(FabricInstance, ADegradedLinkGetsAnEngineLinkWhenFirstRouted) {
+  // A PCIe link is never a bottleneck healthy; at half its capacity it may be.
+  const Fabric f = Fabric::build(small_llama(7));
+  const uint32_t pcie = f.path(0, 64).links[0];
+  ASSERT_FALSE(f.link(pcie).constrained);
+  std::vector<double> factor(f.link_count(), 1.0);
+  factor[pcie] = 0.5;
+  sim::Engine engine;
+  const FabricInstance inst = f.instantiate(engine, factor);
+  EXPECT_TRUE(inst.has_engine_link(pcie));
+  EXPECT_EQ(engine.link_count(), 0u);
+  EXPECT_EQ(inst.route(0, 64).hops.size(), 5u);  // the 4 constrained links and the PCIe one
+  EXPECT_EQ(engine.link_count(), 5u);
+}
+
 // Every GPU of pod 0 sends to its twin in pod 1 through the 1:7 top tier: the
 // pod uplink carries 64 flows over 64 x 47/7 GB/s, so each flow gets 1/7 of
 // its NIC, and pruning the never-binding links changes nothing.

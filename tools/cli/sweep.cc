@@ -194,9 +194,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "GPU presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200 (default: the scenario's)")(
       "top", po::value<int64_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
-      "tokens", po::value<double>()->default_value(1e12)->value_name("N"),
-      "tokens to train, for the time and cost columns")("json",
-                                                        "print the result as one JSON object")(
+      "tokens", po::value<double>()->value_name("N"),
+      "tokens to train, for the time and cost columns (default: the scenario's run.tokens, "
+      "else 1e12)")("json", "print the result as one JSON object")(
       "out", po::value<std::string>()->value_name("DIR"),
       "also write DIR/results.csv (every simulated plan) and DIR/report.html")(
       "jobs", po::value<int64_t>()->default_value(0)->value_name("N"),
@@ -303,7 +303,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   } else {
     options.top_k = static_cast<size_t>(top);
   }
-  options.tokens = values["tokens"].as<double>();
+  options.tokens = values.count("tokens") != 0 ? values["tokens"].as<double>()
+                                               : scenario.run.tokens.value_or(1e12);
   // Read as a signed number: Program_options turns "-1" into 4294967295 for
   // an unsigned option.
   const int64_t jobs = values["jobs"].as<int64_t>();

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "scenarios/run/run_model.h"
+#include "scenarios/run/run_sampler.h"
 #include "scenarios/sweep/hardware_facts.h"
 #include "strategies/job.h"
 #include "tests/scenarios/sweep/sweep_test_util.h"
@@ -218,9 +220,14 @@ TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
     EXPECT_EQ(with.ranked[k].index, without.ranked[k].index) << "rank " << k + 1;
     EXPECT_EQ(with.ranked[k].outcome.step_time_s, without.ranked[k].outcome.step_time_s);
   }
-  // The bound of every simulated plan is below its step time.
+  // The bound of every simulated plan is below its step time, and the bound
+  // on its time to train below that time.
   for (const RankedPlan& r : without.ranked) {
     EXPECT_LE(r.step_lower_bound_s, r.outcome.step_time_s);
+    EXPECT_LE(train_time_bound(spec_, options_.tokens).at(r.step_lower_bound_s), r.train_time_s);
+  }
+  for (size_t k = 0; k < options_.top_k; ++k) {
+    EXPECT_EQ(with.ranked[k].train_time_s, without.ranked[k].train_time_s);
   }
   // The baseline's rank is exact without bounds, and inside the range with them.
   ASSERT_TRUE(without.baseline && without.baseline->rank && with.baseline && with.baseline->rank);
@@ -247,7 +254,13 @@ TEST_F(SmallSweep, CostAndParetoFront) {
     const SweepTarget& t = o.targets[o.candidates[r.index].target];
     EXPECT_NEAR(r.outcome.tokens_per_s * r.outcome.step_time_s, tokens_per_step,
                 1e-9 * tokens_per_step);
-    EXPECT_NEAR(r.train_time_s, 1e9 / r.outcome.tokens_per_s, 1e-9 * r.train_time_s);
+    EXPECT_NEAR(r.failure_free_time_s, 1e9 / r.outcome.tokens_per_s, 1e-9 * r.train_time_s);
+    // The time to train is the run model's expectation for the plan.
+    const ScenarioSpec plan = candidate_scenario(spec_, t, o.candidates[r.index]);
+    EXPECT_EQ(
+        r.train_time_s,
+        expected_wall_s(run_model(plan, 1e9, r.outcome.step_time_s, r.outcome.step_time_s).inputs));
+    EXPECT_GT(r.train_time_s, r.failure_free_time_s);
     EXPECT_NEAR(r.gpu_hours, r.train_time_s / 3600 * static_cast<double>(t.gpus),
                 1e-9 * r.gpu_hours);
     EXPECT_NEAR(*r.cost_usd, r.gpu_hours * *t.price_per_gpu_hour, 1e-9 * *r.cost_usd);
@@ -271,6 +284,44 @@ TEST_F(SmallSweep, CostAndParetoFront) {
   std::set<uint32_t> targets_ranked;
   for (const RankedPlan& r : o.ranked) targets_ranked.insert(o.candidates[r.index].target);
   EXPECT_EQ(targets_ranked.size(), 3u);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
+
+namespace podsim::scenarios {
+namespace {
+
+// Ranked by expected time to train: a plan on more GPUs pays for their
+// failure rate. With parts a thousand times as unreliable as the defaults,
+// the 16-GPU target (2 nodes) fails twice as often as the 8-GPU one.
+TEST_F(SmallSweep, MoreGpusPayForTheirFailureRate) {
+  ReliabilitySpec& r = spec_.reliability;
+  for (double* rate : {&r.gpu_per_1000_gpu_days, &r.hbm_per_1000_gpu_days,
+                       &r.host_per_1000_node_days, &r.software_per_1000_node_days}) {
+    *rate *= 1000;
+  }
+  Result<SweepTarget> one = make_sweep_target(spec_, 8, std::nullopt);
+  Result<SweepTarget> two = make_sweep_target(spec_, 16, std::nullopt);
+  ASSERT_TRUE(one.ok() && two.ok());
+  options_.tokens = 2e10;
+  const SweepOutcome o = sweep_ok(spec_, {one.value(), two.value()}, options_);
+  const RankedPlan* best[2] = {nullptr, nullptr};
+  for (size_t k = 0; k < o.ranked.size(); ++k) {
+    const RankedPlan& p = o.ranked[k];
+    if (k > 0) EXPECT_LE(o.ranked[k - 1].train_time_s, p.train_time_s);
+    const RankedPlan*& b = best[o.candidates[p.index].target];
+    if (b == nullptr) b = &p;
+  }
+  ASSERT_TRUE(best[0] && best[1]);
+  const double ettr_one = best[0]->failure_free_time_s / best[0]->train_time_s;
+  const double ettr_two = best[1]->failure_free_time_s / best[1]->train_time_s;
+  EXPECT_LT(ettr_two, ettr_one);
+  EXPECT_LT(ettr_one, 0.99);  // the rates matter at all
+  // The top plans carry their sampled runs; the others do not.
+  ASSERT_TRUE(o.ranked.front().run.has_value());
+  EXPECT_FALSE(o.ranked.back().run.has_value());
+  EXPECT_GT(o.ranked.front().run->interruptions.mean, 0);
 }
 
 }  // namespace
