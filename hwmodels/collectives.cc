@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "hwmodels/collective_algorithms.h"
@@ -332,8 +333,10 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
       if (protocol && *protocol != p) continue;
       if (sk.simple_only && p != Protocol::kSimple) continue;
+      // The first candidate stands even when its estimate is infinite (links
+      // too slow for any finite time): the engine reports such a time.
       const double t = estimate(sk, p, params);
-      if (t < best_time) {
+      if (!found || t < best_time) {
         best_time = t;
         best_proto = p;
         found = true;
@@ -341,8 +344,9 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
       }
     }
   }
-  if (!found) {
-    throw std::invalid_argument("collective: protocol " + std::string(to_string(*protocol)) +
+  if (!found) {  // only a protocol the algorithm lacks leaves no candidate
+    throw std::invalid_argument("collective: protocol " +
+                                std::string(protocol ? to_string(*protocol) : "(any)") +
                                 " is not available for the requested algorithm");
   }
   return realise(best, best_proto, params, op, l, bytes);
@@ -435,10 +439,14 @@ CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,
   const sim::ActivityId end =
       add_collective(engine, result.plan, routes_on_own_links(fabric, result.plan, engine)).exit;
   const sim::RunResult run = engine.run();
+  result.events = run.events;
+  if (run.beyond_clock) {
+    result.time_s = std::numeric_limits<double>::infinity();
+    return result;
+  }
   if (!run.completed()) {
     throw std::logic_error("collective: simulation did not complete: " + run.deadlock_report);
   }
-  result.events = run.events;
   result.time_s = engine.finish_time(end).seconds();
   if (result.time_s > 0) {
     result.algbw_bytes_per_s = bytes / result.time_s;
@@ -457,7 +465,9 @@ std::vector<CollectiveResult> collective_sweep(const ClusterSpec& cluster, Colle
                                 cluster.name + "' has " + std::to_string(cluster.nodes) +
                                 " nodes x " + std::to_string(cluster.gpus_per_node) + " GPUs)");
   }
-  const Fabric fabric = Fabric::build(cluster);
+  FabricOptions options;
+  options.gpus = gpus;
+  const Fabric fabric = Fabric::build(cluster, options);
   const std::vector<int64_t> group = gpu_range(0, gpus);
   const CollectiveParams params = CollectiveParams::for_gpu(cluster.gpu);
   std::vector<CollectiveResult> out;

@@ -256,6 +256,12 @@ RunResult Engine::run() {
       }
       s.work_seq[s.work_of[a]] = kNoEvent;
     }
+    if (event.time_ps == kNever) {
+      // Saturated: this activity would end past what the clock can hold.
+      result.beyond_clock = ActivityId{a};
+      result.end = Time::max();
+      break;
+    }
     s.now = event.time_ps;
     ++events;
     hash = mix64(hash ^ static_cast<uint64_t>(event.time_ps));
@@ -290,6 +296,7 @@ RunResult Engine::run() {
   }
   result.events = events;
   result.fingerprint = hash;
+  if (result.beyond_clock) return result;  // the rest is late, not stuck
   for (uint32_t a = 0; a < n; ++a) {
     if (s.finish[a] == kNever) result.deadlocked.push_back(ActivityId{a});
   }

@@ -181,12 +181,31 @@ std::vector<TaskMemory> task_memory(const Schedule& schedule);
 /// (persistent and first-step ones), by MemoryKind.
 std::array<double, kMemoryKinds> standing_memory(const Schedule& schedule, size_t rank_index);
 
-/// Builds the schedule of `job`, or every problem that prevents it.
+/// The most tasks a schedule holds: every rank of the 16,384-GPU default
+/// scenario is 2.5 million (about 1 GiB by the time the engine has run
+/// them). A step needing more -- a million micro-batches, every rank of a
+/// far larger job -- is refused with a problem.
+inline constexpr size_t kMaxScheduleTasks = size_t{1} << 22;
+
+/// The most micro-batches per pipeline a step simulates. Published runs use
+/// tens (Llama 3 405B: 16); 65,536 is far past any, and keeps a sweep from
+/// computing pipeline orders of millions of slots for each plan.
+inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;
+
+/// Builds the schedule of `job`, or every problem that prevents it
+/// (validate(job), or a schedule of more than `max_tasks` tasks).
 struct BuildResult {
   std::optional<Schedule> schedule;
   std::vector<PlanProblem> problems;
 };
-BuildResult build_schedule(const Job& job, Scope scope);
+BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks = kMaxScheduleTasks);
+
+/// The problem build_schedule reports, without building anything, when
+/// `job` has more than kMaxMicroBatches micro-batches per pipeline, or its
+/// micro-batches and chunks alone give the ranks in `scope` more than
+/// `max_tasks` tasks (a forward and a backward each); nullopt if not.
+std::optional<PlanProblem> schedule_size_problem(const Job& job, Scope scope,
+                                                 size_t max_tasks = kMaxScheduleTasks);
 
 std::string_view to_string(TaskKind kind);
 std::string_view to_string(Stream stream);

@@ -6,7 +6,7 @@
 
 namespace podsim::strategies::schedule_detail {
 
-Builder::Builder(const Job& job, Scope scope) : job_(job) {
+Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max_tasks_(max_tasks) {
   s_.job = job;
   s_.scope = scope;
   s_.layout = Layout(job.plan);
@@ -67,7 +67,7 @@ void Builder::reserve_every_rank() {
   // count seen so far for every rank left held up to twice the tasks a job
   // with unequal stages needs, and a doubling vector as many.)
   if (s_.scope != Scope::kEveryRank) return;
-  Builder reps(job_, Scope::kRepresentatives);
+  Builder reps(job_, Scope::kRepresentatives, max_tasks_);
   reps.tables_.resize(reps.s_.ranks.size());
   std::vector<size_t> tasks(static_cast<size_t>(p_), 0), edges(static_cast<size_t>(p_), 0);
   for (size_t ri = 0; ri < reps.s_.ranks.size(); ++ri) {

@@ -24,6 +24,10 @@
 namespace podsim::strategies::schedule_detail {
 
 inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
+
+/// Thrown by Builder::add past its task limit (kMaxScheduleTasks by
+/// default, schedule.h); build_schedule turns it into a problem.
+struct TooManyTasks {};
 inline constexpr int64_t kMegatronBucketFloor = 40'000'000;   // Megatron DDP default bucket
 inline constexpr int64_t kMegatronBucketPerRank = 1'000'000;  // max(40M, 1M x dp size)
 
@@ -58,7 +62,8 @@ std::vector<ParamTensor> piece_parameter_tensors(const Job& job, int64_t layers,
 
 class Builder {
  public:
-  Builder(const Job& job, Scope scope);
+  /// `max_tasks`: add() throws TooManyTasks past it.
+  Builder(const Job& job, Scope scope, size_t max_tasks);
 
   Schedule build();
 
@@ -86,6 +91,7 @@ class Builder {
 
   // -- tasks --
   TaskId add(Task t) {
+    if (s_.tasks.size() >= max_tasks_) throw TooManyTasks{};
     const auto id = static_cast<TaskId>(s_.tasks.size());
     if (t.stream == Stream::kCompute) {
       for (TaskId blocking : blocking_) edges_.emplace_back(id, blocking);
@@ -269,6 +275,7 @@ class Builder {
   void finish_deps();
 
   const Job& job_;
+  size_t max_tasks_;
   Schedule s_;
   int64_t p_ = 1, v_ = 1, m_ = 1;
   bool zb_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;

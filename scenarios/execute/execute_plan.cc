@@ -306,8 +306,10 @@ Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOpti
   for (const strategies::PlanProblem& p : strategies::validate(job)) {
     problems.push_back({p.path, p.message, p.hint});
   }
-  for (const auto& p : hwmodels::Fabric::validate(spec.cluster)) {
-    problems.push_back({"/cluster/" + p.path, p.message, p.hint});
+  hwmodels::FabricOptions fabric_options;  // the job's GPUs, not the whole cluster
+  fabric_options.gpus = spec.gpus;
+  for (const auto& p : hwmodels::Fabric::validate(spec.cluster, fabric_options)) {
+    problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
   if (spec.cluster.total_gpus() < job.plan.tp) {
@@ -315,7 +317,7 @@ Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOpti
                                  "add nodes or lower tp"}};
   }
   const int64_t layers = options.layers.value_or(gpu_share_layers(job));
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster, fabric_options);
   const hwmodels::CollectiveParams collectives =
       hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
   const ExecuteHardware hw{gpu, fabric, collectives};

@@ -16,6 +16,7 @@
 #include "scenarios/step/memory_replay.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/software.h"
+#include "scenarios/step/step_limits.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -215,6 +216,14 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   if (!hardware.ok()) return hardware.problems();
   const hwmodels::GpuModel& gpu = hardware.value().gpu;
   const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
+  // Only the job's GPUs (0..gpus-1) and what connects them are built.
+  hwmodels::FabricOptions fabric_options;
+  fabric_options.gpus = spec.gpus;
+  std::vector<Problem> problems;
+  for (const auto& p : hwmodels::Fabric::validate(cluster, fabric_options)) {
+    problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
+  }
+  if (!problems.empty()) return problems;
   // A degraded part breaks the ranks' symmetry: every rank is simulated.
   const SimulationMode mode =
       spec.degraded.any() ? SimulationMode::kEveryRank : options.mode.value_or(spec.mode);
@@ -225,12 +234,7 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   StepDetail detail{std::move(*built.schedule), {}, {}};
   const Schedule& schedule = detail.schedule;
 
-  std::vector<Problem> problems;
-  for (const auto& p : hwmodels::Fabric::validate(cluster)) {
-    problems.push_back({"/cluster/" + p.path, p.message, p.hint});
-  }
-  if (!problems.empty()) return problems;
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
   Degradation degradation;
   // The reader checked the ranks against the scenario's job; a plan made
@@ -254,9 +258,17 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     }
     degradation.nic_rate_fraction[spec.degraded.slow_nic_rank] = spec.degraded.nic_rate_fraction;
   }
-  detail.timeline = simulate_schedule(
-      schedule, {gpu, fabric, collectives, kernel_implementation(spec), &degradation});
+  const StepHardware step_hardware{gpu, fabric, collectives, kernel_implementation(spec),
+                                   &degradation};
+  detail.timeline = simulate_schedule(schedule, step_hardware);
   const StepTimeline& timeline = detail.timeline;
+  if (timeline.too_many_flows_task) {
+    return std::vector<Problem>{flows_problem(schedule, *timeline.too_many_flows_task)};
+  }
+  if (timeline.beyond_clock_task) {
+    return std::vector<Problem>{
+        clock_problem(schedule, step_hardware, timeline, *timeline.beyond_clock_task)};
+  }
 
   Report& report = detail.report;
   report.warnings = spec.warnings;  // the reader's remarks come first

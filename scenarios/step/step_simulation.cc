@@ -31,22 +31,6 @@ uint64_t bits_of(double value) {
   return bits;
 }
 
-GroupKind group_kind_of(Dim dim) {
-  switch (dim) {
-    case Dim::kTp:
-      return GroupKind::kTp;
-    case Dim::kCp:
-      return GroupKind::kCp;
-    case Dim::kEp:
-      return GroupKind::kEp;
-    case Dim::kDp:
-      return GroupKind::kDp;
-    case Dim::kPp:
-      return GroupKind::kPp;
-  }
-  return GroupKind::kTp;
-}
-
 /// Prices ops and works; caches what repeats (every rank of a stage runs the
 /// same works, and the same collective on congruent groups).
 class Pricer {
@@ -398,6 +382,22 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
   throw std::logic_error("price_op: a collective is not a compute op (" + op.name + ")");
 }
 
+GroupKind group_kind_of(Dim dim) {
+  switch (dim) {
+    case Dim::kTp:
+      return GroupKind::kTp;
+    case Dim::kCp:
+      return GroupKind::kCp;
+    case Dim::kEp:
+      return GroupKind::kEp;
+    case Dim::kDp:
+      return GroupKind::kDp;
+    case Dim::kPp:
+      return GroupKind::kPp;
+  }
+  return GroupKind::kTp;
+}
+
 hwmodels::CollectiveOp collective_op(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
@@ -422,7 +422,8 @@ WorkCost cost_work(const Schedule& schedule, const StepHardware& hardware, int32
   return price_work(schedule, pricer, work, rank);
 }
 
-StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware) {
+StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware,
+                               size_t max_flows) {
   const std::vector<Task>& tasks = schedule.tasks;
   const bool symmetric = schedule.scope == strategies::Scope::kRepresentatives;
   static const Degradation kHealthy;
@@ -570,14 +571,18 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
         const hwmodels::ScheduledCollective c = add_comm(task, rank, id);
         start[id] = c.entry;
         end[id] = c.exit;
-        continue;
+      } else {
+        auto inst = instances.find(task.instance);
+        if (inst == instances.end()) {
+          inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+        }
+        start[id] = inst->second.entry;
+        end[id] = inst->second.exit;
       }
-      auto inst = instances.find(task.instance);
-      if (inst == instances.end()) {
-        inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+      if (out.flows > max_flows) {
+        out.too_many_flows_task = id;
+        return out;
       }
-      start[id] = inst->second.entry;
-      end[id] = inst->second.exit;
     }
   }
 
@@ -597,6 +602,10 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
 
   out.activities = engine.activity_count();
   out.run = engine.run();
+  if (out.run.beyond_clock) {
+    out.beyond_clock_task = engine.tag(*out.run.beyond_clock);
+    return out;
+  }
   if (!out.run.completed()) {
     std::string stuck;
     for (size_t i = 0; i < out.run.deadlocked.size() && i < 20; ++i) {

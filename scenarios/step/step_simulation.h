@@ -79,10 +79,22 @@ struct StepTimeline {
   std::vector<uint32_t> task_cost;
   std::vector<WorkCost> costs;
   sim::RunResult run;
+  /// When run.beyond_clock: the task whose activity would end past the
+  /// engine's clock (~106 days); `tasks` is then empty.
+  std::optional<uint32_t> beyond_clock_task;
+  /// The task whose flows took the step past its flow limit: nothing ran.
+  std::optional<uint32_t> too_many_flows_task;
   size_t activities = 0;
   size_t flows = 0;
   static constexpr uint32_t kNoCost = UINT32_MAX;
 };
+
+/// The most flows one step puts on the engine: about 2 million, each ~200
+/// bytes with its hops and ~2 us to add and run. Every rank of the
+/// 16,384-GPU default scenario is 1.28 million (20 s); the per-layer
+/// gathers and reductions of a 100,000-layer model over a 64-GPU ring are
+/// 27-39 million (a minute and more before, with no answer sooner).
+inline constexpr size_t kMaxStepFlows = size_t{1} << 21;
 
 /// Parts slower than the hardware models say (stragglers), by rank. Only an
 /// every-rank schedule can carry them: they break the ranks' symmetry.
@@ -111,10 +123,14 @@ struct StepHardware {
   const Degradation* degradation = nullptr;  ///< null: every part at its model's speed
 };
 
-/// Prices and runs `schedule` on a fresh engine. Throws std::logic_error if
-/// the engine deadlocks (a schedule bug, reported with the stuck tasks) or
-/// if a degradation is given for a schedule of representatives.
-StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware);
+/// Prices and runs `schedule` on a fresh engine. A step of more than
+/// `max_flows` flows or too long for the engine's clock comes back with
+/// `too_many_flows_task` or `beyond_clock_task` set (step_limits.h says
+/// which key made it so). Throws std::logic_error if the engine deadlocks (a
+/// schedule bug, reported with the stuck tasks) or if a degradation is given
+/// for a schedule of representatives.
+StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware,
+                               size_t max_flows = kMaxStepFlows);
 
 /// What `work` costs when run by `rank` (its TP/CP/EP groups price the
 /// in-task collectives).
@@ -133,5 +149,8 @@ hwmodels::KernelCost price_op(const strategies::Op& op, const hwmodels::GpuModel
 
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);
+
+/// The group an in-task collective of dimension `dim` runs over.
+strategies::GroupKind group_kind_of(strategies::Dim dim);
 
 }  // namespace podsim::scenarios

@@ -23,6 +23,7 @@
 #include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
+#include "strategies/schedule.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -164,7 +165,9 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   }
   std::vector<Problem> problems;
   for (size_t t = 0; t < targets.size(); ++t) {
-    for (const hwmodels::SpecProblem& p : hwmodels::Fabric::validate(targets[t].cluster)) {
+    hwmodels::FabricOptions fabric;  // a target's plans use its first `gpus` GPUs
+    fabric.gpus = targets[t].gpus;
+    for (const hwmodels::SpecProblem& p : hwmodels::Fabric::validate(targets[t].cluster, fabric)) {
       problems.push_back(
           {"/sweep/targets/" + std::to_string(t) + "/cluster/" + p.path, p.message, p.hint});
     }
@@ -184,6 +187,15 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   SweepOutcome out;
   out.targets = std::move(targets);
   out.candidates = enumerate_plans(scenario, out.targets, options.space);
+  if (out.candidates.empty()) {
+    // No plan is left when the batch alone makes every schedule too large to
+    // build: that is the scenario's problem, not an empty ranking.
+    const strategies::Job job = job_of(scenario);
+    if (const auto too_large =
+            strategies::schedule_size_problem(job, strategies::Scope::kRepresentatives)) {
+      return std::vector<Problem>{{too_large->path, too_large->message, too_large->hint}};
+    }
+  }
   out.plans_total = out.candidates.size();
   out.tokens = options.tokens;
   out.top_k = options.top_k;

@@ -383,6 +383,48 @@ TEST(ScheduleCounts, OneFOneBTaskCounts) {
   }
 }
 
+TEST(ScheduleLimits, MoreTasksThanTheLimitIsAProblemNotAnAllocation) {
+  // The 1F1B job above has 25 + 33 + 33 + 25 = 116 tasks.
+  const Job job = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  EXPECT_TRUE(build_schedule(job, Scope::kEveryRank, 116).schedule.has_value());
+  const BuildResult over = build_schedule(job, Scope::kEveryRank, 115);
+  EXPECT_FALSE(over.schedule.has_value());
+  ASSERT_EQ(over.problems.size(), 1u);
+  EXPECT_EQ(over.problems[0].path, "/model/layers");
+  EXPECT_NE(over.problems[0].message.find("more than 115 tasks"), std::string::npos)
+      << over.problems[0].message;
+
+  // 2^30 sequences in micro-batches of one: refused before the pipeline
+  // order of a billion slots is laid out (it ran out of memory).
+  Job huge = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  huge.training.global_batch = int64_t{1} << 30;
+  const BuildResult refused = build_schedule(huge, Scope::kRepresentatives);
+  EXPECT_FALSE(refused.schedule.has_value());
+  ASSERT_EQ(refused.problems.size(), 1u);
+  EXPECT_EQ(refused.problems[0].path, "/training/global_batch");
+
+  // More micro-batches per pipeline than any step runs, though the tasks
+  // (4 stages x 2 x 65,537) would fit: refused by the count alone.
+  Job many = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  many.training.global_batch = kMaxMicroBatches;
+  ASSERT_EQ(micro_batches(many), kMaxMicroBatches);
+  EXPECT_FALSE(schedule_size_problem(many, Scope::kRepresentatives).has_value());
+  many.training.global_batch = kMaxMicroBatches + 1;
+  const std::optional<PlanProblem> too_many = schedule_size_problem(many, Scope::kRepresentatives);
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_EQ(too_many->path, "/training/global_batch");
+  EXPECT_NE(too_many->message.find("65537 micro-batches per pipeline"), std::string::npos)
+      << too_many->message;
+
+  // Every rank of a large job: the problem names the simulation mode.
+  Job wide = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  wide.plan.dp = 8;
+  wide.training.global_batch = 64;
+  const BuildResult every = build_schedule(wide, Scope::kEveryRank, 200);
+  ASSERT_EQ(every.problems.size(), 1u);
+  EXPECT_EQ(every.problems[0].path, "/options/simulation");
+}
+
 TEST(ScheduleCounts, DataParallelBucketsOverlapTheLastBackward) {
   // 8 layers of ~218M parameters on one stage, 500M-parameter buckets:
   // head (525M) alone, then layers in threes -> buckets {head}, {7,6,5},

@@ -17,7 +17,10 @@ namespace {
 using nlohmann::json;
 
 std::string source(const std::string& relative) {
-  return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+  std::string path = PODSIM_SOURCE_DIR;  // appended: GCC 12 warns falsely (-Warray-bounds)
+  path += "/";
+  path += relative;
+  return path;
 }
 
 std::string write_temp(const std::string& name, const std::string& content) {
@@ -97,11 +100,23 @@ TEST(Cli, MalformedScenariosExitTwoNamingThePath) {
     EXPECT_NE(r.err.find(e.fragment), std::string::npos) << e.file << "\n" << r.err;
     EXPECT_FALSE(looks_like_a_crash(r.err)) << e.file << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << e.file;
-    // One problem per line, each in the documented form.
+    // One problem per line, each in the documented form; a syntax error's
+    // excerpt follows it: the input line and a caret line, indented.
     std::istringstream lines(r.err);
     std::string line;
+    bool after_problem = false;
     while (std::getline(lines, line)) {
-      EXPECT_EQ(line.rfind("podsim: " + file + ": /", 0), 0u) << line;
+      if (line.rfind("podsim: " + file + ": /", 0) == 0) {
+        after_problem = true;
+        continue;
+      }
+      EXPECT_TRUE(after_problem) << line;
+      EXPECT_EQ(line.rfind("  ", 0), 0u) << line;
+      std::string caret;
+      ASSERT_TRUE(std::getline(lines, caret)) << line;
+      EXPECT_EQ(caret.find_first_not_of(' '), caret.size() - 1) << caret;
+      EXPECT_EQ(caret.back(), '^') << caret;
+      after_problem = false;
     }
   }
 }
@@ -283,6 +298,44 @@ TEST(Cli, CollectiveUsesTheClusterPresetsAndUnits) {
   EXPECT_EQ(bandwidth.exit_code, 2);
   EXPECT_NE(bandwidth.err.find("is a bandwidth, expected a size"), std::string::npos)
       << bandwidth.err;
+}
+
+TEST(Cli, ExtremeArgumentsExitTwoWithOneMessageOrAnswer) {
+  // Found by a mutation fuzzer (issue 20): each ended in an internal error,
+  // a hang, no output or a wrong answer with exit 0.
+  const std::string example = source("scenarios/examples/llama3-8b-dp.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {{"collective", "--cluster", "dgx-a100-selene", "--bytes", "18446744073709551616"},
+       "--bytes: all_reduce of 1.845e+19 B over 8 GPUs outlasts the simulated clock"},
+      {{"collective", "--cluster", "dgx-a100-selene", "--op", "all_to_all", "--bytes", "1e15 PiB"},
+       "outlasts the simulated clock"},
+      {{"collective", "--cluster", "dgx-a100-selene", "--op", "broadcast", "--sweep", "--max-bytes",
+        "inf"},
+       "'inf' is not a size"},
+      {{"run", example, "--trace", ""}, "--trace needs a value"},
+      {{"run", example, "--timeline", ""}, "--timeline needs a value"},
+      {{"run", example, "--profile", "/dev/zero"}, "larger than 64 MiB"},
+      {{"sweep", example, "--jobs", "1", "--top", "-1"}, "--top: must be between 1 and"},
+      {{"execute", example, "--layers", "1000000000", "--dry-run"}, "--layers needs a number"},
+      {{"validate", source("validation/published.json"), "--profile", "/nonexistent.json"},
+       "--profile: /nonexistent.json: cannot open"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run_podsim(c.args, 20);
+    EXPECT_FALSE(r.timed_out) << c.args.front() << " " << c.fragment;
+    EXPECT_EQ(r.exit_code, 2) << c.fragment << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos) << r.err;
+    EXPECT_FALSE(looks_like_a_crash(r.err)) << r.err;
+  }
+  // -0 bytes is 0 bytes.
+  const RunResult zero =
+      run_podsim({"collective", "--cluster", "dgx-a100-selene", "--bytes", "-0"});
+  EXPECT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_NE(zero.out.find("all_reduce of 0 B"), std::string::npos) << zero.out;
 }
 
 TEST(Cli, Version) {

@@ -11,6 +11,7 @@
 #include "hwmodels/gpu_model.h"
 #include "scenarios/execute/execute_plan.h"
 #include "scenarios/input/reader.h"
+#include "scenarios/input/schema.h"
 #include "scenarios/step/profile_fit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/cuda_module.h"
@@ -22,6 +23,9 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr int kExitChecksFailed = 4;
+/// Timed or warm-up passes past this are a typo (each is a whole forward
+/// and backward of the GPU's layers).
+constexpr int kMaxPasses = 10000;
 
 constexpr const char* kUsage =
     "podsim execute SCENARIO [--layers N] [--json] [--report FILE] [--check] [--dry-run] "
@@ -107,7 +111,13 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   o.file = values["file"].as<std::string>();
   if (values.count("layers") != 0) {
     o.layers = values["layers"].as<int64_t>();
-    if (*o.layers < 1) return usage_error(io, "--layers needs a number of layers >= 1");
+    // The range a scenario's /model/layers has: past it, counts and times overflow.
+    const auto max_layers = static_cast<int64_t>(
+        scenarios::find_decl(scenarios::scenario_keys(), "/model/layers")->max);
+    if (*o.layers < 1 || *o.layers > max_layers) {
+      return usage_error(
+          io, "--layers needs a number of layers from 1 to " + std::to_string(max_layers));
+    }
   }
   o.json = values.count("json") != 0;
   o.check = values.count("check") != 0;
@@ -115,8 +125,12 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   o.passes = values["passes"].as<int>();
   o.warmup = values["warmup"].as<int>();
   o.device = values["device"].as<int>();
-  if (o.passes < 1) return usage_error(io, "--passes needs a number >= 1");
-  if (o.warmup < 0) return usage_error(io, "--warmup needs a number >= 0");
+  if (o.passes < 1 || o.passes > kMaxPasses) {
+    return usage_error(io, "--passes needs a number from 1 to " + std::to_string(kMaxPasses));
+  }
+  if (o.warmup < 0 || o.warmup > kMaxPasses) {
+    return usage_error(io, "--warmup needs a number from 0 to " + std::to_string(kMaxPasses));
+  }
   if (o.device < 0) return usage_error(io, "--device needs a device number >= 0");
   if (o.check && o.dry_run) return usage_error(io, "--check needs a GPU; --dry-run uses none");
   if (values.count("report") != 0) {

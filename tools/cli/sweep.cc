@@ -35,6 +35,8 @@ namespace {
 
 /// More worker threads than this is a typo, not a machine.
 constexpr int64_t kMaxJobs = 4096;
+/// More plans than this is no ranking to read (--no-bounds simulates them all).
+constexpr int64_t kMaxTop = 10000;
 /// glibc's largest allowed mmap threshold (32 MiB on 64-bit) and a trim
 /// threshold well above a sweep's working set.
 constexpr int kMallocMmapThresholdBytes = 32 << 20;
@@ -218,7 +220,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
                         "GPU counts to try (default: the scenario's)")(
       "gpu-types", po::value<std::string>()->value_name("NAME,..."),
       "GPU presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200 (default: the scenario's)")(
-      "top", po::value<size_t>()->default_value(10)->value_name("K"),
+      "top", po::value<int64_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
       "tokens", po::value<double>()->value_name("N"),
       "tokens to train, for the time and cost columns (default: the scenario's run.tokens, "
@@ -320,7 +322,15 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   }
 
   scenarios::SweepOptions options;
-  options.top_k = values["top"].as<size_t>();
+  // Signed, then range-checked: Program_options reads "-1" as 2^64-1 for an
+  // unsigned option, and a top K that large turns the bounds off.
+  const int64_t top = values["top"].as<int64_t>();
+  if (top < 1 || top > kMaxTop) {
+    problems.push_back(
+        {"--top", "must be between 1 and " + std::to_string(kMaxTop), "e.g. --top 10"});
+  } else {
+    options.top_k = static_cast<size_t>(top);
+  }
   options.tokens = values.count("tokens") != 0 ? values["tokens"].as<double>()
                                                : scenario.run.tokens.value_or(1e12);
   // Read as a signed number: Program_options turns "-1" into 4294967295 for
@@ -345,7 +355,6 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       problems.push_back({"--micro-batches", "every size must be at least 1", "e.g. 1,2,4"});
     }
   }
-  if (options.top_k < 1) problems.push_back({"--top", "must be at least 1", ""});
   if (!(options.tokens > 0) || !std::isfinite(options.tokens)) {
     problems.push_back({"--tokens", "must be a positive number of tokens", "e.g. 1e12"});
   }

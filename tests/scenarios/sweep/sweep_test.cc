@@ -95,6 +95,26 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
   }
 }
 
+TEST(SweepEnumeration, PlansWithMoreMicroBatchesThanASimulationTakesAreLeftOut) {
+  // 2^20 sequences on 16 GPUs: only dp x micro_batch >= 16 leaves at most
+  // 65,536 micro-batches per pipeline. The rest used to reach the bounds,
+  // each laying out a pipeline order of millions of slots.
+  const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan, "\"h100-sxm-80g\"", 1 << 20));
+  const std::vector<SweepCandidate> plans = enumerate_plans(spec, own_target(spec), {});
+  ASSERT_FALSE(plans.empty());
+  bool saw_dp16 = false;
+  for (const SweepCandidate& c : plans) {
+    EXPECT_GE(c.plan.dp * c.micro_batch, 16) << c.plan.dp << " x " << c.micro_batch;
+    saw_dp16 = saw_dp16 || c.plan.dp == 16;
+  }
+  EXPECT_TRUE(saw_dp16);
+  // 2^30 sequences leave no plan: the sweep says why, at the batch.
+  const ScenarioSpec huge = read_ok(small_scenario(2, 16, kPlan, "\"h100-sxm-80g\"", 1 << 30));
+  const Result<SweepOutcome> r = run_sweep(huge, own_target(huge), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.problems().front().path, "/training/global_batch");
+}
+
 TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
   const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
   Result<SweepHardware> b200 = sweep_hardware_preset("b200");
