@@ -18,10 +18,10 @@ double saved_sum(const std::vector<Op>& ops) {
 
 }  // namespace
 
-LayerActivations layer_activations(const Job& job) {
+LayerActivations layer_activations(const Job& job, const LayerKind& kind) {
   const RankShape r = rank_shape(job);
   LayerActivations a;
-  for (const Op& op : layer_ops(job, Pass::kForward)) {
+  for (const Op& op : layer_ops(job, kind, Pass::kForward)) {
     const double n = d(op.count);
     a.saved += n * op.saved_bytes;
     a.core += n * op.saved_core_bytes;
@@ -34,54 +34,79 @@ LayerActivations layer_activations(const Job& job) {
   return a;
 }
 
+LayerActivations layer_activations(const Job& job) {
+  return layer_activations(job, typical_layer_kind(job));
+}
+
 double embedding_activation_bytes(const Job& job) {
   return saved_sum(embedding_ops(job, Pass::kForward));
 }
 double head_activation_bytes(const Job& job) { return saved_sum(head_ops(job, Pass::kForward)); }
+double mtp_activation_bytes(const Job& job) { return saved_sum(mtp_ops(job, Pass::kForward)); }
 
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
-                               int64_t layer_end, bool embedding, bool head) {
-  const LayerActivations a = layer_activations(job);
-  const int64_t layers = layer_end - layer_begin;
+                               int64_t layer_end, bool embedding, bool head, int64_t mtp) {
   double total = 0;
-  switch (job.plan.recompute.mode) {
-    case RecomputeMode::kNone:
-      total = d(layers) * a.full();
-      break;
-    case RecomputeMode::kSelective:
-      total = d(layers) * a.saved;
-      break;
-    case RecomputeMode::kFull:
-      total = d(layers) * a.input;
-      break;
-    case RecomputeMode::kEvery: {
-      const int64_t c = job.plan.recompute.every_layers;
-      int64_t checkpoints = 0;
-      for (int64_t l = layer_begin; l < layer_end; ++l) {
-        if ((l - chunk.layer_begin) % c == 0) ++checkpoints;
-      }
-      total = d(checkpoints) * a.input;
-      break;
+  for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
+    const LayerActivations a = layer_activations(job, run.kind);
+    const double n = d(run.count);
+    if (run.kind.full_recompute) {
+      total += n * a.input;
+      continue;
+    }
+    switch (job.plan.recompute.mode) {
+      case RecomputeMode::kNone:
+        total += n * a.full();
+        break;
+      case RecomputeMode::kSelective:
+        total += n * a.saved;
+        break;
+      case RecomputeMode::kFull:
+        total += n * a.input;
+        break;
+      case RecomputeMode::kEvery:
+        break;  // below: checkpoints of the chunk's layer grid
+    }
+  }
+  if (job.plan.recompute.mode == RecomputeMode::kEvery) {
+    const int64_t c = job.plan.recompute.every_layers;
+    const double input = layer_activations(job).input;
+    for (int64_t l = layer_begin; l < layer_end; ++l) {
+      if ((l - chunk.layer_begin) % c == 0) total += input;
     }
   }
   if (embedding) total += embedding_activation_bytes(job);
   if (head) total += head_activation_bytes(job);
+  if (mtp > 0) total += d(mtp) * mtp_activation_bytes(job);
   return total;
 }
 
-double recompute_transient_bytes(const Job& job, int64_t layers) {
-  const LayerActivations a = layer_activations(job);
-  switch (job.plan.recompute.mode) {
-    case RecomputeMode::kNone:
-      return 0;
-    case RecomputeMode::kSelective:
-      return a.core;
-    case RecomputeMode::kFull:
-      return a.full();
-    case RecomputeMode::kEvery:
-      return d(std::min(job.plan.recompute.every_layers, layers)) * a.full();
+double recompute_transient_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
+                                 int64_t layer_end) {
+  double largest = 0;
+  for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
+    const LayerActivations a = layer_activations(job, run.kind);
+    double bytes = 0;
+    if (run.kind.full_recompute) {
+      bytes = a.full();
+    } else {
+      switch (job.plan.recompute.mode) {
+        case RecomputeMode::kNone:
+          break;
+        case RecomputeMode::kSelective:
+          bytes = a.core;
+          break;
+        case RecomputeMode::kFull:
+          bytes = a.full();
+          break;
+        case RecomputeMode::kEvery:
+          bytes = d(std::min(job.plan.recompute.every_layers, layer_end - layer_begin)) * a.full();
+          break;
+      }
+    }
+    largest = std::max(largest, bytes);
   }
-  return 0;
+  return largest;
 }
 
 double korthikanti_layer_bytes(const Job& job) {

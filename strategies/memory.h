@@ -23,6 +23,8 @@ struct LayerActivations {
   double output_grads = 0;   ///< gradients of those GEMMs' outputs (held from B to W)
   double full() const { return saved + core; }
 };
+LayerActivations layer_activations(const Job& job, const LayerKind& kind);
+/// ... of the typical layer kind.
 LayerActivations layer_activations(const Job& job);
 
 /// Bytes the first model chunk's embedding and the last chunk's head keep
@@ -30,20 +32,26 @@ LayerActivations layer_activations(const Job& job);
 /// the fp32 softmax of the loss). Never recomputed.
 double embedding_activation_bytes(const Job& job);
 double head_activation_bytes(const Job& job);
+/// Bytes one multi-token-prediction module keeps per micro-batch (never
+/// recomputed).
+double mtp_activation_bytes(const Job& job);
 
 /// Bytes kept for the backward pass by global layers [layer_begin, layer_end)
 /// of `chunk` for one micro-batch, under the job's recompute mode:
 /// none: every layer in full; selective: without the attention-core
 /// internals; full: each layer's input only; every C: the input of every
-/// C-th layer of the chunk (layers chunk.layer_begin, +C, +2C, ...).
-/// Embedding and head bytes are added when the range includes them.
+/// C-th layer of the chunk (layers chunk.layer_begin, +C, +2C, ...). Layers
+/// recomputed in full by recompute.full_layers keep their input only.
+/// Embedding, head and `mtp` modules' bytes are added when the range has them.
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
-                               int64_t layer_end, bool embedding, bool head);
-/// Bytes a recompute task brings back and its backward frees, for a piece of
-/// `layers` layers recomputed and consumed layer by layer (every C: C
-/// layers at a time): selective: one layer's core internals; full: one
-/// layer in full; every C: min(C, layers) layers in full; none: 0.
-double recompute_transient_bytes(const Job& job, int64_t layers);
+                               int64_t layer_end, bool embedding, bool head, int64_t mtp = 0);
+/// Bytes a recompute task brings back and its backward frees, for layers
+/// [layer_begin, layer_end) of `chunk` recomputed and consumed layer by
+/// layer (every C: C layers at a time): selective: one layer's core
+/// internals; full (or a recompute.full_layers layer): one layer in full;
+/// every C: min(C, layers) layers in full; none: 0. The largest layer sets it.
+double recompute_transient_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
+                                 int64_t layer_end);
 
 /// Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
 /// Transformer Models"), Table 2, bytes per layer per micro-batch on one

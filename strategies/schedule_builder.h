@@ -33,9 +33,13 @@ inline double d(int64_t v) { return static_cast<double>(v); }
 struct Piece {
   int64_t layer_begin = 0, layer_end = 0;
   bool embedding = false, head = false;
+  int64_t mtp = 0;
   StageParams params;
-  double stored = 0;     ///< activation bytes kept per micro-batch
-  double transient = 0;  ///< bytes a recompute of the piece brings back
+  WorkRange range;           ///< the layer kinds it covers (the key of its works)
+  double stored = 0;         ///< activation bytes kept per micro-batch
+  double transient = 0;      ///< bytes a recompute of the piece brings back
+  double weight_inputs = 0;  ///< saved inputs of its weight GEMMs (zero-bubble W)
+  double output_grads = 0;   ///< gradients of those GEMMs' outputs
   int64_t layers() const { return layer_end - layer_begin; }
 };
 
@@ -70,6 +74,10 @@ class Builder {
 
   // -- works and groups --
   int32_t work(Pass pass, const Piece& piece);
+  /// DualPipe's overlapped pair: the forward of `forward` and the recompute
+  /// and backward of `backward` as one work whose EP communication hides
+  /// under its compute.
+  int32_t pair_work(const Piece& forward, const Piece& backward);
   int32_t optimizer_work(double params);
   int32_t group(int64_t rank, GroupKind kind) {
     int32_t& cached = group_cache_[static_cast<size_t>(kind)];
@@ -140,8 +148,8 @@ class Builder {
   static double stored(const ChunkPlan& /*chunk*/, const Piece& p) { return p.stored; }
   static double transient(const Piece& p) { return p.transient; }
   /// Bytes the zero-bubble W of a piece still needs after B (GEMM inputs).
-  double weight_inputs(const Piece& p) const { return d(p.layers()) * acts_.weight_inputs; }
-  double output_grads(const Piece& p) const { return d(p.layers()) * acts_.output_grads; }
+  static double weight_inputs(const Piece& p) { return p.weight_inputs; }
+  static double output_grads(const Piece& p) { return p.output_grads; }
   bool inputs_recomputed() const {
     const RecomputeMode mode = job_.plan.recompute.mode;
     return mode == RecomputeMode::kFull || mode == RecomputeMode::kEvery;
@@ -187,7 +195,15 @@ class Builder {
   /// the SP-sharded tensor with sequence parallelism.
   double transfer_bytes() const { return transfer_bytes_; }
 
+  /// The stage a chunk's activations go to (and its gradients come from).
+  int64_t next_stage(int64_t stage, int32_t chunk) const;
+  int64_t previous_stage(int64_t stage, int32_t chunk) const;
+  /// The pipeline transfers after a forward / backward of (micro_batch, chunk).
+  void send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
+  void send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
+
   void link_pipeline();
+  void link_dualpipe();
   size_t source_index(int64_t rank, int64_t stage) const {
     return static_cast<size_t>(s_.rank_index(s_.layout.on_stage(rank, stage)));
   }
@@ -197,15 +213,15 @@ class Builder {
   const Job& job_;
   Schedule s_;
   int64_t p_ = 1, v_ = 1, m_ = 1;
-  bool zb_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;
+  bool dualpipe_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;
   int zero_ = 0;
   int64_t shard_ = 1, grad_group_ = 1, edp_ = 1;
-  LayerActivations acts_;
   double transfer_bytes_ = 0;
   std::vector<Stage> stages_;
   std::vector<Tables> tables_;
   std::vector<std::pair<TaskId, TaskId>> edges_;  // (after, before)
-  std::map<std::tuple<int, int64_t, bool, bool>, int32_t> work_index_;
+  std::map<std::pair<int, WorkRange>, int32_t> work_index_;
+  std::map<std::pair<WorkRange, WorkRange>, int32_t> pair_index_;
   std::map<double, int32_t> optimizer_index_;
   std::map<std::vector<int64_t>, int32_t> group_index_;
 
