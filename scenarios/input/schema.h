@@ -23,7 +23,8 @@ enum class KeyKind : uint8_t {
   kQuantity,        ///< a number in SI base units or a string with a unit
   kBool,
   kString,
-  kEnum,  ///< one of the allowed strings
+  kEnum,         ///< one of the allowed strings
+  kTextOrArray,  ///< a string, or an array whose elements "<path>/*" declares
 };
 
 /// Whether a key must be given, and what it is when it is not.
@@ -57,6 +58,8 @@ struct KeyDecl {
   /// kString: empty, or "order" for the rank-layout permutation.
   std::string_view allowed;
   std::string_view doc;
+  /// kNumber: JSON null is accepted and means "none" (the key reads as unset).
+  bool nullable = false;
 };
 
 /// The keys of a scenario (scenario-format.md plus documented extensions),
