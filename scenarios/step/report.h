@@ -24,6 +24,23 @@ struct ExposedComm {
   double total() const { return tp + cp + pp + dp + ep; }
 };
 
+/// Where the critical stage's mixture-of-experts blocks spent their time,
+/// seconds: parts of Breakdown's compute, recompute and exposed ep
+/// communication (not added to them again).
+struct MoeBreakdown {
+  double router = 0;            ///< gating GEMM, top-k, token counts
+  double permute = 0;           ///< permute, sort by expert, unsort, unpermute
+  double dispatch_combine = 0;  ///< exposed dispatch / combine (and expert-TP) communication
+  double grouped_gemm = 0;      ///< routed experts' grouped GEMMs and activation
+  double shared_experts = 0;
+  /// Of the above, what the busiest expert-parallel rank spends beyond an
+  /// even share of the tokens (load imbalance).
+  double imbalance = 0;
+  double total() const {
+    return router + permute + dispatch_combine + grouped_gemm + shared_experts;
+  }
+};
+
 /// Where the step time went on the critical stage, seconds. The parts add up
 /// to the step time.
 struct Breakdown {
@@ -32,6 +49,7 @@ struct Breakdown {
   ExposedComm exposed_comm;
   double bubble = 0;     ///< pipeline idle time
   double optimizer = 0;  ///< optimizer step
+  MoeBreakdown moe;      ///< inside the above
 };
 
 /// The report of one simulated training step (scenario-format.md, "The report").
