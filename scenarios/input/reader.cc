@@ -348,6 +348,18 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
       }
     }
   }
+  // Read and checked, not modelled yet: say so rather than ignore them.
+  if (p.recompute.modules != 0) {
+    warn("parallelism.recompute_modules is not modelled yet: recomputation follows "
+         "parallelism.recompute (and recompute_layers)");
+  }
+  if (given("/parallelism/activation_offload")) {
+    warn("parallelism.activation_offload is not modelled yet: activations stay on the GPU");
+  }
+  if (given("/training/precision_recipe")) {
+    warn("training.precision_recipe is not modelled yet: matrix products are priced in "
+         "training.precision without the recipe's scaling work");
+  }
   const std::string context = text("/parallelism/context/algorithm").value_or("ring");
   p.context = context == "ulysses"      ? strategies::ContextAlgorithm::kUlysses
               : context == "all_gather" ? strategies::ContextAlgorithm::kAllGather
@@ -423,6 +435,15 @@ void SpecBuilder::build_options(ScenarioSpec& s) {
                               ? sim::NumberFormat::kBf16
                               : sim::NumberFormat::kFp32;
   s.options.zero2_reduce_every_micro_batch = flag("/options/zero2_reduce_every_micro_batch");
+  strategies::MoeRuntime& moe = s.options.moe;
+  moe.dispatcher = text("/options/moe/dispatcher").value_or("alltoall") == "fused"
+                       ? strategies::MoeDispatcher::kFusedAllToAll
+                       : strategies::MoeDispatcher::kAllToAll;
+  moe.shared_expert_overlap = flag("/options/moe/shared_expert_overlap").value_or(false);
+  moe.dispatch_format = text("/options/moe/dispatch_format").value_or("bf16") == "fp8"
+                            ? sim::NumberFormat::kFp8
+                            : sim::NumberFormat::kBf16;
+  moe.dispatch_sms = integer("/options/moe/dispatch_sms").value_or(0);
   s.mode = text("/options/simulation").value_or("symmetric") == "every_rank"
                ? SimulationMode::kEveryRank
                : SimulationMode::kSymmetric;

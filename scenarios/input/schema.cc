@@ -315,6 +315,21 @@ constexpr KeyDecl kScenarioKeys[] = {
           "ZeRO-2: reduce-scatter gradients after every micro-batch (true) or once per step "
           "(false); unset: every micro-batch without pipeline parallelism (DeepSpeed, FSDP), "
           "once per step with it (torchtitan; DeepSpeed refuses ZeRO-2 with PP) (extension)"),
+  object("/options/moe", kOptional,
+         "how the framework moves tokens to the experts and overlaps the shared experts (extension)"),
+  choice("/options/moe/dispatcher", "\"alltoall\"", "alltoall|fused",
+         "alltoall: Megatron's NCCL all-to-all, a copy per token and destination GPU; fused: "
+         "DeepEP/HybridEP (Megatron flex, DeepSeek's HAI-LLM), a copy per destination node "
+         "forwarded over NVLink, on SMs of its own (extension)"),
+  boolean("/options/moe/shared_expert_overlap", "false",
+          "shared experts on their own stream beside dispatch and combine (Megatron "
+          "--moe-shared-expert-overlap; extension)"),
+  choice("/options/moe/dispatch_format", "\"bf16\"", "bf16|fp8",
+         "format of the tokens a fused dispatch sends (DeepEP and DeepSeek-V3 dispatch fp8, "
+         "combine bf16; extension)"),
+  integer("/options/moe/dispatch_sms", kDefault, "0", 0, 1 << 12,
+          "SMs the fused dispatch/combine kernels hold; 0 = the NCCL kernel's (DeepSeek-V3: 20, "
+          "Megatron's DeepEP default 20, HybridEP 16; extension)"),
   choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
          "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
 };

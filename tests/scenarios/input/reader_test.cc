@@ -543,7 +543,19 @@ TEST(Reader, MixtureOfExpertsKeysOfVersion1Point2) {
   const ScenarioSpec laid = read_ok(scenario);
   ASSERT_EQ(laid.plan.layout.size(), 2u);
   EXPECT_EQ(laid.plan.layout[0], (strategies::ChunkLayout{15, true, 0, false}));
-  EXPECT_EQ(laid.plan.layout[1], (strategies::ChunkLayout{17, false, 0, true}));
+  // The framework's MoE mechanisms: Megatron's all-to-all unless told.
+  EXPECT_EQ(laid.options.moe.dispatcher, strategies::MoeDispatcher::kAllToAll);
+  EXPECT_FALSE(laid.options.moe.shared_expert_overlap);
+  scenario["options"] = {{"moe",
+                          {{"dispatcher", "fused"},
+                           {"shared_expert_overlap", true},
+                           {"dispatch_format", "fp8"},
+                           {"dispatch_sms", 20}}}};
+  const ScenarioSpec fused = read_ok(scenario);
+  EXPECT_EQ(fused.options.moe.dispatcher, strategies::MoeDispatcher::kFusedAllToAll);
+  EXPECT_TRUE(fused.options.moe.shared_expert_overlap);
+  EXPECT_EQ(fused.options.moe.dispatch_format, sim::NumberFormat::kFp8);
+  EXPECT_EQ(fused.options.moe.dispatch_sms, 20);
 }
 
 TEST(Reader, AcceptedEdgeCasesOfTheChecks) {
