@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/input/reader.h"
 #include "scenarios/step/moe_dispatch.h"
 #include "scenarios/step/simulate.h"
+#include "tests/scenarios/step/step_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -65,27 +65,8 @@ TEST(FusedDispatch, RemoteDomainsPerTokenMatchAMonteCarloOfTheRouting) {
   EXPECT_DOUBLE_EQ(remote_domains_per_token(uniform, 1), 0.0);
 }
 
-ScenarioSpec read(const std::string& json) {
-  Result<ScenarioSpec> spec = read_scenario_text(json);
-  if (!spec.ok()) {
-    std::string all;
-    for (const Problem& p : spec.problems()) all += p.to_string() + "\n";
-    ADD_FAILURE() << all;
-    return {};
-  }
-  return spec.value();
-}
-
-Report simulate_ok(const ScenarioSpec& spec) {
-  Result<Report> report = simulate(spec, {});
-  if (!report.ok()) {
-    std::string all;
-    for (const Problem& p : report.problems()) all += p.to_string() + "\n";
-    ADD_FAILURE() << all;
-    return {};
-  }
-  return report.value();
-}
+using testing::read;
+using testing::simulate_ok;
 
 /// A small Qwen3-like MoE model on two DGX H100 nodes, EP 16 across them.
 std::string moe_scenario(const std::string& balance, const std::string& dispatcher) {
