@@ -67,7 +67,7 @@ std::vector<int64_t> ring_order(const Layout& l, int channel) {
   return order;
 }
 
-Skeleton ring_skeleton(const Layout& l, CollectiveOp op, double S) {
+Skeleton ring_skeleton(const Fabric& f, const Layout& l, CollectiveOp op, double S) {
   Skeleton sk;
   sk.algorithm = Algorithm::kRing;
   const double n = static_cast<double>(l.n);
@@ -100,13 +100,25 @@ Skeleton ring_skeleton(const Layout& l, CollectiveOp op, double S) {
   const int channels = l.m() > 1 ? static_cast<int>(l.min_k) : 1;
   sk.channels = channels;
   const int64_t root = l.given.front();
+  // On a mesh the ring hops inside a domain spread over all its links
+  // (add_mesh_spread): summed per domain here, spread below.
+  const bool mesh = f.topology() == ScaleUpTopology::kMesh;
+  std::map<int64_t, double> inside;  // domain -> ring bytes between its members
   for (int c = 0; c < channels; ++c) {
     const std::vector<int64_t> order = ring_order(l, c);
     for (size_t i = 0; i < order.size(); ++i) {
       const int64_t dst = order[(i + 1) % order.size()];
       if (op == CollectiveOp::kBroadcast && dst == root) continue;
+      if (mesh && dst != order[i] && f.domain_of(dst) == f.domain_of(order[i])) {
+        inside[f.domain_of(dst)] += per_edge / channels;
+        continue;
+      }
       add(ph.bytes, order[i], dst, per_edge / channels);
     }
+  }
+  for (const auto& d : l.domains) {
+    const auto it = inside.find(f.domain_of(d.front()));
+    if (it != inside.end()) add_mesh_spread(d, it->second, ph.bytes);
   }
   sk.phases.push_back(std::move(ph));
   return sk;
@@ -175,7 +187,16 @@ Skeleton tree_skeleton(const Layout& l, double S) {
   return sk;
 }
 
-Skeleton hierarchical_skeleton(const Layout& l, double S) {
+// In each domain a reduce-scatter or all-gather over its members, across
+// domains one ring per member position (rail); the order of the phases
+// follows the op (all-reduce: reduce-scatter, all-reduce across, all-gather;
+// all-gather: across first; reduce-scatter: across last). NCCL runs it for
+// all-reduce; XLA for all three across TPU slices ("Reduce Scatter grads on
+// fast network, All Reduce across slow, All Gather on faster network",
+// MaxText sharding guide [N08] in docs/hardware.md), each in-slice phase as
+// its torus collective.
+Skeleton hierarchical_skeleton(const Fabric& f, const Layout& l, CollectiveOp op, double S,
+                               const CollectiveParams& params) {
   Skeleton sk;
   sk.algorithm = Algorithm::kHierarchical;
   const auto k = static_cast<int64_t>(l.min_k);
@@ -183,34 +204,75 @@ Skeleton hierarchical_skeleton(const Layout& l, double S) {
   sk.channels = static_cast<int>(k);
   const double kd = static_cast<double>(k);
   const double md = static_cast<double>(m);
-  auto intra = [&](const char* name) {
+  const bool torus = f.topology() == ScaleUpTopology::kTorus;
+  sk.simple_only = torus;
+  auto intra = [&](const char* name, CollectiveOp intra_op) {
     SkelPhase ph;
     ph.name = name;
     ph.cls = LatencyClass::kRing;
     ph.intra_steps = kd - 1;
     for (const auto& d : l.domains) {
-      for (int64_t i = 0; i < k; ++i) {
-        add(ph.bytes, d[static_cast<size_t>(i)], d[static_cast<size_t>((i + 1) % k)],
-            (kd - 1) / kd * S);
+      if (torus) {
+        ph.own_latency_s =
+            std::max(ph.own_latency_s, add_torus_collective(f, d, intra_op, S, params, ph.bytes));
+        ph.protocol_scales_bytes = false;
+      } else if (f.topology() == ScaleUpTopology::kMesh) {
+        add_mesh_spread(d, (kd - 1) * S, ph.bytes);  // (k - 1)/k S from each member
+      } else {
+        for (int64_t i = 0; i < k; ++i) {
+          add(ph.bytes, d[static_cast<size_t>(i)], d[static_cast<size_t>((i + 1) % k)],
+              (kd - 1) / kd * S);
+        }
       }
     }
     return ph;
   };
-  sk.phases.push_back(intra("intra reduce-scatter"));
-  SkelPhase across;
-  across.name = "inter all-reduce";
-  across.cls = LatencyClass::kRing;
-  across.spans_domains = true;
-  across.inter_steps = 2 * (md - 1);
-  for (int64_t r = 0; r < k; ++r) {
-    for (int64_t j = 0; j < m; ++j) {
-      add(across.bytes, l.domains[static_cast<size_t>(j)][static_cast<size_t>(r)],
-          l.domains[static_cast<size_t>((j + 1) % m)][static_cast<size_t>(r)],
-          2 * (md - 1) / md * S / kd);
+  auto across = [&](const char* name, double rounds) {
+    SkelPhase ph;
+    ph.name = name;
+    ph.cls = LatencyClass::kRing;
+    ph.spans_domains = true;
+    ph.inter_steps = rounds * (md - 1);
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t j = 0; j < m; ++j) {
+        add(ph.bytes, l.domains[static_cast<size_t>(j)][static_cast<size_t>(r)],
+            l.domains[static_cast<size_t>((j + 1) % m)][static_cast<size_t>(r)],
+            rounds * (md - 1) / md * S / kd);
+      }
     }
+    return ph;
+  };
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      sk.phases.push_back(intra("intra reduce-scatter", CollectiveOp::kReduceScatter));
+      sk.phases.push_back(across("inter all-reduce", 2));
+      sk.phases.push_back(intra("intra all-gather", CollectiveOp::kAllGather));
+      break;
+    case CollectiveOp::kAllGather:
+      sk.phases.push_back(across("inter all-gather", 1));
+      sk.phases.push_back(intra("intra all-gather", CollectiveOp::kAllGather));
+      break;
+    case CollectiveOp::kReduceScatter:
+      sk.phases.push_back(intra("intra reduce-scatter", CollectiveOp::kReduceScatter));
+      sk.phases.push_back(across("inter reduce-scatter", 1));
+      break;
+    default:
+      throw std::invalid_argument("hierarchical: unsupported op");
   }
-  sk.phases.push_back(std::move(across));
-  sk.phases.push_back(intra("intra all-gather"));
+  return sk;
+}
+
+// XLA's collective over a group inside one torus slice.
+Skeleton torus_skeleton(const Fabric& f, const Layout& l, CollectiveOp op, double S,
+                        const CollectiveParams& params) {
+  Skeleton sk;
+  sk.algorithm = Algorithm::kTorus;
+  sk.simple_only = true;
+  SkelPhase ph;
+  ph.name = "torus";
+  ph.protocol_scales_bytes = false;
+  ph.own_latency_s = add_torus_collective(f, l.given, op, S, params, ph.bytes);
+  sk.phases.push_back(std::move(ph));
   return sk;
 }
 
@@ -281,19 +343,43 @@ Skeleton direct_skeleton(const Layout& l, CollectiveOp op, double S,
 }
 
 bool can_nvls(const Fabric& f, const Layout& l, CollectiveOp op) {
-  return f.spec().gpu.has_nvls && l.m() == 1 && l.n > 1 && f.domain_size() > 1 &&
+  return f.spec().gpu.has_nvls && f.topology() == ScaleUpTopology::kSwitch && l.m() == 1 &&
+         l.n > 1 && f.domain_size() > 1 &&
          (op == CollectiveOp::kAllReduce || op == CollectiveOp::kAllGather ||
           op == CollectiveOp::kReduceScatter);
 }
 
 }  // namespace
 
+void add_mesh_spread(std::span<const int64_t> members, double total, TransferMap& bytes) {
+  const auto k = static_cast<double>(members.size());
+  if (members.size() < 2 || !(total > 0)) return;
+  const double each = total / (k * (k - 1));
+  for (const int64_t a : members) {
+    for (const int64_t b : members) add(bytes, a, b, each);
+  }
+}
+
 std::vector<Algorithm> available(const Fabric& f, const Layout& l, CollectiveOp op) {
+  const bool reduction_or_gather = op == CollectiveOp::kAllReduce ||
+                                   op == CollectiveOp::kAllGather ||
+                                   op == CollectiveOp::kReduceScatter;
+  const bool layered = l.m() > 1 && l.uniform() && l.min_k > 1;
+  if (f.topology() == ScaleUpTopology::kTorus && reduction_or_gather) {
+    // XLA: per-axis rings inside a slice, hierarchical across slices; a ring
+    // over one chip per slice, or slices holding different numbers.
+    if (l.m() == 1) return {Algorithm::kTorus};
+    if (layered) return {Algorithm::kHierarchical};
+    return {Algorithm::kRing};
+  }
   std::vector<Algorithm> out;
   switch (op) {
     case CollectiveOp::kAllReduce:
-      out = {Algorithm::kRing, Algorithm::kTree};
-      if (l.m() > 1 && l.uniform() && l.min_k > 1) out.push_back(Algorithm::kHierarchical);
+      out = {Algorithm::kRing};
+      // RCCL skips Tree inside one node on gfx94 (tuning.cc, [N13] in
+      // docs/hardware.md): on a mesh a tree's chains use one link each.
+      if (f.topology() != ScaleUpTopology::kMesh || l.m() > 1) out.push_back(Algorithm::kTree);
+      if (layered) out.push_back(Algorithm::kHierarchical);
       break;
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
@@ -312,7 +398,19 @@ std::vector<Algorithm> available(const Fabric& f, const Layout& l, CollectiveOp 
 std::string why_not(const Fabric& f, const Layout& l, CollectiveOp op, Algorithm a) {
   if (a == Algorithm::kNvls) {
     if (!f.spec().gpu.has_nvls) return f.spec().gpu.name + " has no NVLink SHARP (has_nvls)";
+    if (f.topology() != ScaleUpTopology::kSwitch) return "the scale-up domain has no NVSwitch";
     if (l.m() > 1) return "the group spans " + std::to_string(l.m()) + " NVLink domains";
+  }
+  if (a == Algorithm::kTorus) {
+    if (f.topology() != ScaleUpTopology::kTorus) return "the scale-up domain is not a torus";
+    if (l.m() > 1) return "the group spans " + std::to_string(l.m()) + " slices";
+  }
+  if (f.topology() == ScaleUpTopology::kTorus) {
+    return "XLA runs " + std::string(to_string(op)) +
+           " as torus rings inside a slice and hierarchically across slices";
+  }
+  if (a == Algorithm::kTree && f.topology() == ScaleUpTopology::kMesh) {
+    return "RCCL runs no tree inside one mesh node";
   }
   if (a == Algorithm::kHierarchical) {
     return "needs several NVLink domains with the same number (> 1) of group members each";
@@ -324,19 +422,20 @@ Skeleton build(const Fabric& f, const Layout& l, CollectiveOp op, double S, Algo
                const CollectiveParams& params) {
   switch (a) {
     case Algorithm::kRing:
-      return ring_skeleton(l, op, S);
+      return ring_skeleton(f, l, op, S);
     case Algorithm::kTree:
       return tree_skeleton(l, S);
     case Algorithm::kHierarchical:
-      return hierarchical_skeleton(l, S);
+      return hierarchical_skeleton(f, l, op, S, params);
     case Algorithm::kNvls:
       return nvls_skeleton(l, op, S, params);
     case Algorithm::kDirect:
       return direct_skeleton(l, op, S, params);
+    case Algorithm::kTorus:
+      return torus_skeleton(f, l, op, S, params);
     case Algorithm::kAuto:
       break;
   }
-  (void)f;
   throw std::logic_error("collective: no skeleton for auto");
 }
 

@@ -3,7 +3,7 @@
 // Inside the collective model (internal to hwmodels/): a group split by
 // NVLink domain, and each algorithm's skeleton -- its phases of transfers
 // with payload bytes and step counts, before a protocol prices them
-// (collective_algorithms.cc: ring, tree, hierarchical, NVLS, direct). New
+// (collective_algorithms.cc: ring, tree, hierarchical, NVLS, direct, torus). New
 // algorithms and topologies add a skeleton here; collectives.cc measures,
 // prices and realises them.
 
@@ -50,7 +50,8 @@ struct SkelPhase {
   double intra_steps = 0;
   double inter_steps = 0;
   bool spans_domains = false;
-  bool protocol_scales_bytes = true;  // false for NVLS (its own efficiency)
+  bool protocol_scales_bytes = true;  // false for NVLS (its own efficiency) and XLA
+  double own_latency_s = -1;          // >= 0: the phase's latency, no NCCL table (XLA)
   // Filled by measure():
   double max_link_time_s = 0;  // busiest link: bytes / capacity
   double inter_latency_s = 0;  // largest fabric path latency across domains
@@ -60,13 +61,27 @@ struct Skeleton {
   Algorithm algorithm = Algorithm::kRing;
   int channels = 1;
   std::vector<SkelPhase> phases;
-  bool simple_only = false;  // NVLS runs the Simple protocol only
+  bool simple_only = false;  // NVLS and XLA run one protocol (Simple: no byte inflation)
 };
 
 inline void add(TransferMap& m, int64_t src, int64_t dst, double bytes, uint32_t count = 1) {
   if (src == dst) return;
   m[Key{src, dst, bytes}] += count;
 }
+
+/// Adds to `bytes` the flows of an all-reduce, all-gather or reduce-scatter
+/// (`op`, S as in nccl-tests) among `members`, GPUs of one torus slice, as
+/// XLA runs it (torus_collectives.cc), and returns its latency: the
+/// ici_base_latency_s plus ScaleUpSpec::latency_s per hop of the longest
+/// chain of steps.
+double add_torus_collective(const Fabric& f, std::span<const int64_t> members, CollectiveOp op,
+                            double S, const CollectiveParams& params, TransferMap& bytes);
+
+/// Ring traffic inside one mesh domain (`members`, all of it): RCCL's rings
+/// on a fully connected node (rome_model_79: 14 Hamiltonian orders that put
+/// the same number of rings on every directed link) carry it evenly over
+/// every directed link of the group, `total` bytes in all.
+void add_mesh_spread(std::span<const int64_t> members, double total, TransferMap& bytes);
 
 /// The algorithms `op` can use on this group and fabric (kAuto excluded).
 std::vector<Algorithm> available(const Fabric& f, const Layout& l, CollectiveOp op);

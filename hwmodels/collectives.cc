@@ -65,6 +65,7 @@ void measure(const Fabric& f, Skeleton& sk) {
 }
 
 double phase_latency(const SkelPhase& ph, Protocol proto, const CollectiveParams& p) {
+  if (ph.own_latency_s >= 0) return ph.own_latency_s;
   const auto c = static_cast<size_t>(ph.cls);
   const auto k = static_cast<size_t>(proto);
   double intra = p.nvlink_step_latency_s[c][k];
@@ -151,6 +152,8 @@ std::string_view to_string(Algorithm algorithm) {
       return "nvls";
     case Algorithm::kDirect:
       return "direct";
+    case Algorithm::kTorus:
+      return "torus";
   }
   return "auto";
 }
@@ -177,8 +180,9 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view text) {
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view text) {
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree,
-                      Algorithm::kHierarchical, Algorithm::kNvls, Algorithm::kDirect}) {
+  for (Algorithm a :
+       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical,
+        Algorithm::kNvls, Algorithm::kDirect, Algorithm::kTorus}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;
@@ -212,6 +216,7 @@ CollectiveParams CollectiveParams::for_gpu(const GpuSpec& gpu) {
 
 int kernel_sms(const Fabric& fabric, const std::vector<int64_t>& group,
                const CollectiveParams& params) {
+  if (fabric.topology() == ScaleUpTopology::kTorus) return 0;
   std::map<int64_t, int> per_domain;
   for (const int64_t gpu : group) {
     if (gpu >= 0 && gpu < fabric.gpu_count()) ++per_domain[fabric.domain_of(gpu)];

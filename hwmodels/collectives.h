@@ -34,6 +34,7 @@ enum class Algorithm : uint8_t {
   kHierarchical,  ///< reduce-scatter in domain, all-reduce across, all-gather in domain
   kNvls,          ///< NVLink SHARP: reduction/multicast in the NVSwitch
   kDirect,        ///< point-to-point (all-to-all, send/recv)
+  kTorus,         ///< XLA on a TPU slice: bidirectional rings along each torus axis
 };
 
 /// NCCL protocols: LL (8-byte lines, half payload, lowest latency), LL128
@@ -85,6 +86,11 @@ struct CollectiveParams {
   /// and down each GPU port) it gives 8 x H100 busbw ~486 GB/s against the
   /// measured ~480 [S27][S41].
   double nvls_efficiency = 0.85;
+  /// Fixed cost of one XLA collective on a torus slice, on top of one
+  /// ScaleUpSpec::latency_s per hop: a v5e all-gather of 32 kB shards over a
+  /// 4-chip axis took ~8 us against ~3 us of hops (3 x ~1 us), so ~5 us
+  /// (scaling-book "How to think about TPUs", [S24]; measured).
+  double ici_base_latency_s = 5.0e-6;
   /// Largest all-to-all simulated flow by flow (n(n-1) flows).
   int64_t max_all_to_all_ranks = 1024;
   /// SMs an NCCL kernel inside one NVLink domain holds while it runs: one

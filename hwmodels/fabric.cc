@@ -1,6 +1,7 @@
 #include "hwmodels/fabric.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/visitors.hpp>
@@ -49,6 +50,10 @@ std::string_view to_string(LinkKind kind) {
       return "tier_up";
     case LinkKind::kTierDown:
       return "tier_down";
+    case LinkKind::kMesh:
+      return "mesh";
+    case LinkKind::kIci:
+      return "ici";
   }
   return "link";
 }
@@ -64,11 +69,15 @@ struct Fabric::Impl {
   int64_t gpus = 0;
   bool has_nvlink = false;
   bool has_network = false;
+  ScaleUpTopology topology = ScaleUpTopology::kSwitch;
+  TorusGrid grid;               // every slice's (kTorus)
   std::vector<int> tier_nodes;  // nodes per group, resolved (0 -> all)
 
   std::vector<FabricVertex> vertices;
   std::vector<FabricLink> links;
-  std::vector<uint32_t> nvl_up, nvl_down;    // per GPU
+  std::vector<uint32_t> nvl_up, nvl_down;    // per GPU (kSwitch)
+  std::vector<uint32_t> mesh;                // [gpu x domain + local dst] (kMesh)
+  std::vector<uint32_t> ici;                 // [chip x 6 + 2 axis + (0: +, 1: -)] (kTorus)
   std::vector<uint32_t> pcie_up, pcie_down;  // per GPU-NIC attachment
   std::vector<uint32_t> nic_up, nic_down;    // per NIC
   std::vector<uint32_t> nic_switch;          // per NIC: first-tier switch vertex
@@ -110,7 +119,87 @@ struct Fabric::Impl {
     }
   }
   FabricPath path(int64_t src, int64_t dst, uint64_t hash) const;
+  // Links from src to dst inside their (common) scale-up domain, appended.
+  void push_scale_up(int64_t src, int64_t dst, FabricPath& p) const;
 };
+
+namespace {
+
+std::string shape_text(const std::vector<int>& shape) {
+  std::string out;
+  for (int a : shape) {
+    if (!out.empty()) out += 'x';
+    out += std::to_string(a);
+  }
+  return out;
+}
+
+// Problems of the scale-up topology and the slices.
+void validate_topology(const ClusterSpec& c, int domain, std::vector<SpecProblem>& out) {
+  const ScaleUpSpec& su = c.scale_up;
+  const bool torus = su.topology == ScaleUpTopology::kTorus;
+  if (c.slices < 1) {
+    out.push_back({"slices", "must be at least 1", ""});
+    return;
+  }
+  if (!torus && c.slices != 1) {
+    out.push_back({"slices", "only a torus (TPU) cluster is split into slices",
+                   "set scale_up.topology to \"torus\" or drop slices"});
+    return;
+  }
+  if (su.topology == ScaleUpTopology::kMesh &&
+      (domain > c.gpus_per_node || c.gpus_per_node % domain != 0)) {
+    out.push_back({"scale_up/domain",
+                   "a mesh joins the GPUs of one node; " + std::to_string(domain) +
+                       " does not divide gpus_per_node=" + std::to_string(c.gpus_per_node),
+                   "use gpus_per_node or a divisor of it"});
+  }
+  if (!torus) return;
+  if (c.nodes > 0 && c.nodes % c.slices != 0) {
+    out.push_back({"slices",
+                   std::to_string(c.slices) + " slices do not split " + std::to_string(c.nodes) +
+                       " nodes evenly",
+                   "use a divisor of nodes"});
+    return;
+  }
+  if (su.domain != 0 && su.domain != domain) {
+    out.push_back({"scale_up/domain",
+                   "a torus domain is its slice: " + std::to_string(domain) + " chips, not " +
+                       std::to_string(su.domain),
+                   "drop scale_up.domain and set slices"});
+  }
+  const TorusSpec& t = su.torus;
+  if (t.dims < 2 || t.dims > 3) {
+    out.push_back({"scale_up/torus/dims", "must be 2 or 3", ""});
+    return;
+  }
+  if (!t.max_shape.empty() && static_cast<int>(t.max_shape.size()) != t.dims) {
+    out.push_back(
+        {"scale_up/torus/max_shape",
+         "has " + std::to_string(t.max_shape.size()) + " axes, dims is " + std::to_string(t.dims),
+         ""});
+    return;
+  }
+  if (!t.shape.empty()) {
+    long long chips = 1;
+    for (int a : t.shape) chips *= a;
+    if (static_cast<int>(t.shape.size()) != t.dims || chips != domain) {
+      out.push_back({"scale_up/torus/shape",
+                     shape_text(t.shape) + " is not a " + std::to_string(t.dims) +
+                         "-axis grid of the slice's " + std::to_string(domain) + " chips",
+                     "give dims axes whose product is nodes x gpus_per_node / slices"});
+    }
+    return;
+  }
+  if (domain > 0 && torus_shape(t, domain).empty()) {
+    out.push_back({"slices",
+                   "no " + std::to_string(t.dims) + "-axis slice of " + std::to_string(domain) +
+                       " chips fits the pod's " + shape_text(t.max_shape),
+                   "split the chips into more slices joined over the data-centre network"});
+  }
+}
+
+}  // namespace
 
 std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
   std::vector<SpecProblem> out;
@@ -119,11 +208,14 @@ std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
     out.push_back({"gpus_per_node", "must be positive", ""});
     return out;
   }
-  const int domain = c.scale_up.domain == 0 ? c.gpus_per_node : c.scale_up.domain;
+  const int domain = c.scale_up_domain();
   if (domain < 0) {
     out.push_back({"scale_up/domain", "must be positive", "0 means gpus_per_node"});
     return out;
   }
+  const size_t before = out.size();
+  validate_topology(c, domain, out);
+  if (out.size() > before || domain == 0) return out;
   if (domain % c.gpus_per_node != 0 && c.gpus_per_node % domain != 0) {
     out.push_back({"scale_up/domain",
                    std::to_string(domain) +
@@ -231,7 +323,8 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
   m->options = options;
   m->gpn = spec.gpus_per_node;
   m->gpus = spec.total_gpus();
-  m->domain = spec.scale_up.domain == 0 ? spec.gpus_per_node : spec.scale_up.domain;
+  m->domain = spec.scale_up_domain();
+  m->topology = spec.scale_up.topology;
   m->has_nvlink = m->domain > 1;
   // A single NVLink domain needs no network (validate() does not check the
   // scale-out part then, so none is built).
@@ -249,7 +342,8 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
   for (int64_t g = 0; g < m->gpus; ++g) m->add_vertex({VertexKind::kGpu, -1, g, -1});
   m->first_nvswitch = static_cast<uint32_t>(m->vertices.size());
   const int64_t domains = (m->gpus + m->domain - 1) / m->domain;
-  if (m->has_nvlink) {
+  const bool switched = m->has_nvlink && m->topology == ScaleUpTopology::kSwitch;
+  if (switched) {
     for (int64_t d = 0; d < domains; ++d) m->add_vertex({VertexKind::kNvSwitch, -1, d, -1});
   }
   m->first_nic = static_cast<uint32_t>(m->vertices.size());
@@ -261,7 +355,44 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
   // Scale-up links.
   const double nvl_cap = spec.scale_up.bw_bytes_per_s * spec.scale_up.efficiency;
   const double nvl_lat = spec.scale_up.latency_s / 2;
-  if (m->has_nvlink) {
+  if (m->has_nvlink && m->topology == ScaleUpTopology::kMesh) {
+    const double cap = nvl_cap / (m->domain - 1);
+    m->mesh.assign(static_cast<size_t>(m->gpus * m->domain), kNone);
+    for (int64_t g = 0; g < m->gpus; ++g) {
+      const int64_t first = g / m->domain * m->domain;
+      for (int j = 0; j < m->domain; ++j) {
+        if (first + j == g) continue;
+        m->mesh[static_cast<size_t>(g * m->domain + j)] =
+            m->add_link(static_cast<uint32_t>(g), static_cast<uint32_t>(first + j), LinkKind::kMesh,
+                        cap, spec.scale_up.latency_s, true);
+      }
+    }
+  }
+  if (m->has_nvlink && m->topology == ScaleUpTopology::kTorus) {
+    m->grid.shape = torus_shape(spec.scale_up.torus, m->domain);
+    m->grid.wraps = torus_wraps(spec.scale_up.torus, m->grid.shape);
+    const double cap = nvl_cap / (2 * m->grid.dims());
+    m->ici.assign(static_cast<size_t>(m->gpus * 6), kNone);
+    for (int64_t g = 0; g < m->gpus; ++g) {
+      const int64_t first = g / m->domain * m->domain;
+      const std::array<int, 3> at = m->grid.coords(g - first);
+      for (int axis = 0; axis < m->grid.dims(); ++axis) {
+        const int n = m->grid.shape[static_cast<size_t>(axis)];
+        const bool wraps = m->grid.wraps[static_cast<size_t>(axis)];
+        for (const int dir : {+1, -1}) {
+          const int to = at[static_cast<size_t>(axis)] + dir;
+          if ((to < 0 || to >= n) && !wraps) continue;
+          std::array<int, 3> next = at;
+          next[static_cast<size_t>(axis)] = (to + n) % n;
+          if (next == at) continue;
+          m->ici[static_cast<size_t>(g * 6 + 2 * axis + (dir > 0 ? 0 : 1))] = m->add_link(
+              static_cast<uint32_t>(g), static_cast<uint32_t>(first + m->grid.chip(next)),
+              LinkKind::kIci, cap, spec.scale_up.latency_s, true);
+        }
+      }
+    }
+  }
+  if (switched) {
     m->nvl_up.resize(static_cast<size_t>(m->gpus));
     m->nvl_down.resize(static_cast<size_t>(m->gpus));
     for (int64_t g = 0; g < m->gpus; ++g) {
@@ -381,6 +512,8 @@ int64_t Fabric::domain_of(int64_t gpu) const {
   return gpu / impl_->domain;
 }
 int Fabric::domain_size() const { return impl_->domain; }
+ScaleUpTopology Fabric::topology() const { return impl_->topology; }
+const TorusGrid& Fabric::torus() const { return impl_->grid; }
 int Fabric::local_index(int64_t gpu) const {
   impl_->check_gpu(gpu);
   return impl_->local_of(gpu);
@@ -435,8 +568,20 @@ std::string Fabric::summary() const {
   size_t constrained = 0;
   for (const FabricLink& l : m.links) constrained += l.constrained ? 1 : 0;
   std::ostringstream os;
-  os << m.spec.name << ": " << m.gpus << " GPUs, " << by_kind[1] << " NVLink domains of "
-     << m.domain << ", " << by_kind[2] << " NICs, " << by_kind[3] << " switches; " << m.links.size()
+  const int64_t domains = (m.gpus + m.domain - 1) / m.domain;
+  os << m.spec.name << ": " << m.gpus << " GPUs, " << domains;
+  switch (m.topology) {
+    case ScaleUpTopology::kSwitch:
+      os << " NVSwitch domains of " << m.domain;
+      break;
+    case ScaleUpTopology::kMesh:
+      os << " mesh domains of " << m.domain;
+      break;
+    case ScaleUpTopology::kTorus:
+      os << " torus slices of " << shape_text(m.grid.shape);
+      break;
+  }
+  os << ", " << by_kind[2] << " NICs, " << by_kind[3] << " switches; " << m.links.size()
      << " links (" << constrained << " constrained)\n";
   // One line per tier with the uplink capacity of its first group.
   for (size_t t = 0; t < m.tier_nodes.size(); ++t) {
@@ -466,8 +611,8 @@ FabricPath Fabric::Impl::path(int64_t src, int64_t dst, uint64_t hash) const {
     const int64_t gpu = src == kInNetwork ? dst : src;
     if (gpu == kInNetwork) throw std::invalid_argument("fabric: both endpoints are in-network");
     check_gpu(gpu);
-    if (!has_nvlink) {
-      throw std::invalid_argument("fabric: in-network endpoint needs an NVLink domain");
+    if (!has_nvlink || topology != ScaleUpTopology::kSwitch) {
+      throw std::invalid_argument("fabric: in-network endpoint needs an NVSwitch domain");
     }
     push(src == kInNetwork ? nvl_down[static_cast<size_t>(gpu)] : nvl_up[static_cast<size_t>(gpu)]);
     return p;
@@ -476,8 +621,7 @@ FabricPath Fabric::Impl::path(int64_t src, int64_t dst, uint64_t hash) const {
   check_gpu(dst);
   if (src == dst) return p;
   if (has_nvlink && src / domain == dst / domain) {
-    push(nvl_up[static_cast<size_t>(src)]);
-    push(nvl_down[static_cast<size_t>(dst)]);
+    push_scale_up(src, dst, p);
     return p;
   }
   if (!has_network) throw std::logic_error("fabric: no network between NVLink domains");
@@ -502,10 +646,7 @@ FabricPath Fabric::Impl::path(int64_t src, int64_t dst, uint64_t hash) const {
     }
     const int64_t proxy = static_cast<int64_t>(node) * gpn + local;
     if (proxy == src || (has_nvlink && proxy / domain == src / domain)) {
-      if (proxy != src) {  // else: another NIC of the same GPU
-        push(nvl_up[static_cast<size_t>(src)]);
-        push(nvl_down[static_cast<size_t>(proxy)]);
-      }
+      if (proxy != src) push_scale_up(src, proxy, p);  // else: another NIC of the same GPU
       from = proxy;
       j_from = j;
       nic_a = static_cast<int64_t>(node) * npn + rail_b;
@@ -532,6 +673,40 @@ FabricPath Fabric::Impl::path(int64_t src, int64_t dst, uint64_t hash) const {
   return p;
 }
 
+void Fabric::Impl::push_scale_up(int64_t src, int64_t dst, FabricPath& p) const {
+  auto push = [&](uint32_t l) {
+    p.links.push_back(l);
+    p.latency_s += links[l].latency_s;
+  };
+  switch (topology) {
+    case ScaleUpTopology::kSwitch:
+      push(nvl_up[static_cast<size_t>(src)]);
+      push(nvl_down[static_cast<size_t>(dst)]);
+      return;
+    case ScaleUpTopology::kMesh:
+      push(mesh[static_cast<size_t>(src * domain + dst % domain)]);
+      return;
+    case ScaleUpTopology::kTorus: {
+      // Dimension-order routing: all of x, then y, then z.
+      const int64_t first = src / domain * domain;
+      std::array<int, 3> at = grid.coords(src - first);
+      const std::array<int, 3> to = grid.coords(dst - first);
+      for (int axis = 0; axis < grid.dims(); ++axis) {
+        const auto a = static_cast<size_t>(axis);
+        const int n = grid.shape[a];
+        int steps = grid.steps(axis, at[a], to[a]);
+        const int dir = steps > 0 ? 1 : -1;
+        for (; steps != 0; steps -= dir) {
+          const int64_t chip = first + grid.chip(at);
+          push(ici[static_cast<size_t>(chip * 6 + 2 * axis + (dir > 0 ? 0 : 1))]);
+          at[a] = (at[a] + dir + n) % n;
+        }
+      }
+      return;
+    }
+  }
+}
+
 FabricPath Fabric::path(int64_t src, int64_t dst, uint64_t flow_hash) const {
   return impl_->path(src, dst, flow_hash);
 }
@@ -550,15 +725,32 @@ int Fabric::bfs_hop_count(int64_t src, int64_t dst) const {
   return dist[static_cast<size_t>(dst)];
 }
 
-FabricInstance Fabric::instantiate(sim::Engine& engine) const {
+FabricInstance Fabric::instantiate(sim::Engine& engine,
+                                   std::span<const double> capacity_factor) const {
   std::vector<uint32_t> ids(impl_->links.size(), kNone);
   for (uint32_t l = 0; l < impl_->links.size(); ++l) {
     const FabricLink& k = impl_->links[l];
-    if (k.constrained || !impl_->options.prune_unconstrained) {
-      ids[l] = engine.add_link(k.capacity_bytes_per_s).index;
+    const double factor = capacity_factor.empty() ? 1.0 : capacity_factor[l];
+    // A degraded link may become the bottleneck its healthy self never was.
+    if (k.constrained || !impl_->options.prune_unconstrained || factor < 1) {
+      ids[l] = engine.add_link(k.capacity_bytes_per_s * factor).index;
     }
   }
   return FabricInstance(this, std::move(ids));
+}
+
+std::vector<uint32_t> Fabric::nic_links(int64_t nic) const {
+  std::vector<uint32_t> out;
+  for (uint32_t l = 0; l < impl_->links.size(); ++l) {
+    const FabricLink& k = impl_->links[l];
+    const uint32_t end = k.kind == LinkKind::kNicUp ? k.from : k.to;
+    const FabricVertex& v = impl_->vertices[end];
+    if ((k.kind == LinkKind::kNicUp || k.kind == LinkKind::kNicDown) &&
+        v.kind == VertexKind::kNic && v.index == nic) {
+      out.push_back(l);
+    }
+  }
+  return out;
 }
 
 Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const {

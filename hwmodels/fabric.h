@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -9,6 +10,7 @@
 
 #include "hwmodels/cluster_spec.h"
 #include "hwmodels/spec_problem.h"
+#include "hwmodels/torus.h"
 #include "sim/engine.h"
 
 namespace podsim::hwmodels {
@@ -25,6 +27,8 @@ enum class LinkKind : uint8_t {
   kNicDown,     ///< first-tier switch -> NIC
   kTierUp,      ///< aggregate uplink of a tier group into the next tier
   kTierDown,    ///< aggregate downlink from the next tier into a group
+  kMesh,        ///< GPU -> GPU of a mesh domain (one direction of a point-to-point link)
+  kIci,         ///< chip -> neighbouring chip of a torus slice, one direction
 };
 
 std::string_view to_string(LinkKind kind);
@@ -81,8 +85,15 @@ class FabricInstance;
 /// and switches of each scale-out tier; directed edges = links. Held as a
 /// Boost.Graph internally (the header stays free of Boost).
 ///
-/// Scale-up: each GPU <-> its domain's NVSwitch at scale_up.bw x efficiency
-/// per direction (a non-blocking crossbar: only the GPU ports constrain).
+/// Scale-up (ScaleUpSpec::topology): a switch domain joins each GPU <-> its
+/// domain's NVSwitch at scale_up.bw x efficiency per direction (a
+/// non-blocking crossbar: only the GPU ports constrain; NVL72 is one such
+/// domain over 18 nodes of 4 GPUs); a mesh domain has one link per ordered
+/// pair of its GPUs at bw / (domain - 1) x efficiency (AMD Infinity Fabric);
+/// a torus domain is one TPU slice, each chip linked to its neighbours on
+/// every axis (and round the wrap where the slice has it, hwmodels/torus.h)
+/// at bw / (2 dims) x efficiency, transfers routed dimension by dimension
+/// (x, then y, then z; the shorter way round a wrapped axis).
 /// Scale-out: nics_per_node NICs per node, gpus_per_node / nics_per_node GPUs
 /// per NIC (or several NICs per GPU, picked by flow hash); NIC <-> first-tier
 /// switch. Tiers innermost first; a tier-t group holds TierSpec::nodes nodes
@@ -98,7 +109,8 @@ class FabricInstance;
 /// approach it, and per-flow hashing over explicit uplinks would add
 /// collision noise that depends on the hash, not on the hardware.
 ///
-/// Latency: NVLink half of scale_up.latency_s per direction-link; every
+/// Latency: NVLink half of scale_up.latency_s per direction-link (a mesh or
+/// ICI link: all of it, one hop each); every
 /// scale-out link (NIC-switch, switch-switch) half of scale_out.latency_s,
 /// so NIC -> switch -> NIC costs latency_s and each further switch pair
 /// another latency_s; GPU <-> NIC (PCIe) 0.
@@ -121,8 +133,12 @@ class Fabric {
   int node_of(int64_t gpu) const;
   /// NVLink domain of a GPU.
   int64_t domain_of(int64_t gpu) const;
-  /// GPUs per NVLink domain (ScaleUpSpec::domain resolved).
+  /// GPUs per NVLink domain (ScaleUpSpec::domain resolved; a torus: its slice).
   int domain_size() const;
+  ScaleUpTopology topology() const;
+  /// The grid of every slice of a torus fabric (empty shape otherwise); chip
+  /// i of a slice is GPU slice x domain_size() + i.
+  const TorusGrid& torus() const;
   /// Index of a GPU inside its node.
   int local_index(int64_t gpu) const;
   /// Global NIC a GPU uses (of several, by flow hash); -1 if no scale-out.
@@ -150,8 +166,13 @@ class Fabric {
 
   /// Adds one engine link per link that is constrained (all links when
   /// pruning is off) and returns the mapping. The Fabric must outlive it and
-  /// stay where it is (the instance points at it).
-  FabricInstance instantiate(sim::Engine& engine) const;
+  /// stay where it is (the instance points at it). `capacity_factor`, when
+  /// not empty, scales each link's capacity (by fabric link index; a
+  /// degraded part, below 1).
+  FabricInstance instantiate(sim::Engine& engine,
+                             std::span<const double> capacity_factor = {}) const;
+  /// The links between a NIC and its switch, both directions.
+  std::vector<uint32_t> nic_links(int64_t nic) const;
 
  private:
   struct Impl;

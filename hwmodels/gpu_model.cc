@@ -118,12 +118,25 @@ double attention_pairs(const AttentionShape& s) {
   return rows * (rows + 1) / 2;
 }
 
-GpuModel::GpuModel(GpuSpec gpu) : gpu_(std::move(gpu)) {
+double tensor_power_ratio(double watts, double reference_watts) {
+  constexpr double kStaticW = 100;  // P0
+  constexpr double kExponent = 2;   // a
+  if (!(reference_watts > kStaticW) || !(watts > 0)) return 1.0;
+  return std::pow(std::max(0.0, watts - kStaticW) / (reference_watts - kStaticW), 1.0 / kExponent);
+}
+
+double tensor_power_factor(const GpuSpec& gpu) {
+  const double cap = gpu.power_limit_w;
+  if (!(cap > 0) || cap >= gpu.board_power_w) return 1.0;
+  return tensor_power_ratio(cap, gpu.board_power_w);
+}
+
+GpuModel::GpuModel(GpuSpec gpu) : gpu_(std::move(gpu)), power_factor_(tensor_power_factor(gpu_)) {
   params_ = default_kernel_efficiency(gpu_);
 }
 
 GpuModel::GpuModel(GpuSpec gpu, KernelEfficiency params)
-    : gpu_(std::move(gpu)), params_(std::move(params)) {
+    : gpu_(std::move(gpu)), params_(std::move(params)), power_factor_(tensor_power_factor(gpu_)) {
   const std::vector<SpecProblem> problems = validate(params_, gpu_);
   if (!problems.empty()) {
     std::string msg = "kernel efficiency parameters for " + gpu_.name + " are invalid:";
@@ -174,12 +187,13 @@ KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format)
   const double batch = static_cast<double>(shape.batch);
   const double flops = 2.0 * m * n * k * batch;
   // A, B read once and C written once: the minimum traffic; a well-tiled GEMM
-  // re-reads operands from L2, not HBM. fp8 GEMMs write a 16-bit C
-  // (Transformer Engine / cuBLASLt outputs bf16), others C in their format.
-  const double out_bytes = format == sim::NumberFormat::kFp8 ? 2.0 : element_bytes(format);
+  // re-reads operands from L2, not HBM. 8-bit GEMMs write a 16-bit C (fp8:
+  // Transformer Engine / cuBLASLt output bf16; int8: AQT dequantizes the
+  // int32 accumulator to bf16), others C in their format.
+  const double out_bytes = element_bytes(format) < 2.0 ? 2.0 : element_bytes(format);
   const double bytes = ((m * k + k * n) * element_bytes(format) + m * n * out_bytes) * batch;
   const double bandwidth = gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction;
-  return finish(flops, bytes, peak, eff.total(), bandwidth, params_.mem_latency_s);
+  return finish(flops, bytes, peak, eff.total() * power_factor_, bandwidth, params_.mem_latency_s);
 }
 
 KernelCost GpuModel::gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch,
@@ -231,7 +245,8 @@ KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool fla
     const double wave = static_cast<double>(ctas) / static_cast<double>(waves * sms);
     const double mean_keys = pairs / q;  // keys a query attends to, on average
     const double ramp = mean_keys / (mean_keys + std::max(0.0, params_.attn_kv_half));
-    return finish(flops, bytes, peak, plateau * wave * ramp * causal_block_fill(s, tile),
+    return finish(flops, bytes, peak,
+                  power_factor_ * plateau * wave * ramp * causal_block_fill(s, tile),
                   gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction, params_.mem_latency_s);
   }
 

@@ -98,6 +98,23 @@ double attention_pairs(const AttentionShape& shape);
 /// whole and masked. 1 for non-causal shapes. In (0, 1].
 double causal_block_fill(const AttentionShape& shape, int64_t tile);
 
+/// The tensor-core throughput a board sustains at its power limit over what
+/// it sustains at its board power, in (0, 1]: compute-bound throughput
+/// follows the SM clock f, and the board holds P = P0 + k f V(f)^2 at its
+/// cap, so throughput(P) / throughput(P_board) = ((P - P0) / (P_board -
+/// P0))^(1/a) (docs/research/kernels-host-power.md 5.2: P0 = 100 W static
+/// draw, a = 2, fitted to AMD's MI300X/MI325X sustained clocks at 750 and
+/// 1000 W, a = 2.03 at P0 = 100 W; the range a = 1.5-3 is what deep caps and
+/// the textbook V ~ f give). 1 without a board power or a cap below it.
+/// Memory-bound kernels draw less than the cap and are not affected.
+double tensor_power_factor(const GpuSpec& gpu);
+
+/// The same model between any two board powers: tensor-core throughput at
+/// `watts` over that at `reference_watts` (above 1 for more power: a GPU
+/// whose only measurements are a same-silicon sibling's at a lower board
+/// power, GB300 at 1400 W from GB200's at 1200 W). 1 when either is unknown.
+double tensor_power_ratio(double watts, double reference_watts);
+
 /// GPU kernel costs. Holds its spec and parameters by value.
 class GpuModel {
  public:
@@ -109,6 +126,9 @@ class GpuModel {
   const GpuSpec& spec() const { return gpu_; }
   const KernelEfficiency& params() const { return params_; }
   ParamSource source() const { return params_.source; }
+
+  /// tensor_power_factor of its spec: applied to GEMM and attention compute.
+  double power_factor() const { return power_factor_; }
 
   /// C[m,n] = A[m,k] B[k,n] x batch in `format` (A, B, C stored in it; an
   /// fp8 GEMM writes a 16-bit C). Bytes = A + B + C once, so skinny or
@@ -142,6 +162,7 @@ class GpuModel {
 
   GpuSpec gpu_;
   KernelEfficiency params_;
+  double power_factor_ = 1.0;  ///< tensor_power_factor(gpu_)
 };
 
 }  // namespace podsim::hwmodels

@@ -26,6 +26,12 @@ struct GpuSpec {
   double launch_overhead_s = 0;
   /// NVLink SHARP (in-switch reduction) available in its scale-up domain.
   bool has_nvls = false;
+  /// Board power the published GEMM measurements ran at (the preset's
+  /// rating), watts; 0 = unknown (no power model).
+  double board_power_w = 0;
+  /// Power the board is capped at in this run (gpu.power_limit), watts;
+  /// 0 = the board power.
+  double power_limit_w = 0;
   /// Path of a calibration profile (JSON) to use instead of datasheet
   /// efficiency curves; empty = datasheet fallback.
   std::string profile;

@@ -78,6 +78,13 @@ struct GpuDefaults {
   // would be -46%/-36% (cuBLAS picks the smaller tile there).
   int tile_m = 128;
   int tile_n = 256;
+  /// Sustained over burst throughput of tensor-core work, for a GPU whose
+  /// anchors are all bursts; 0 = from its own anchors (both regimes), or 1.
+  double sustained_over_burst = 0;
+  /// The anchors are another GPU's of the same silicon, measured at this
+  /// board power (watts): the plateaus are taken to this GPU's own board
+  /// power by the power model (tensor_power_ratio). 0 = its own anchors.
+  double anchors_power_w = 0;
 };
 
 // The measured ratio of flash-attention to GEMM efficiency is ~0.8 forward on
@@ -131,44 +138,153 @@ constexpr GemmAnchor kA100Matmul[] = {{NumberFormat::kFp16, 221.8, 2048, 0, 0, k
                                       {NumberFormat::kBf16, 256.5, 16384, 0, 0, kS},
                                       {NumberFormat::kBf16, 250.8, 6144, 12288, 12288, kS}};
 
-// Maximum achievable matmul (shape not published: the plateau itself) [S03],
-// and the MI300X fp8 hipBLASLt measurement [S28].
-constexpr GemmAnchor kGb200Mamf[] = {{NumberFormat::kBf16, 1822.0, 0},
-                                     {NumberFormat::kFp16, 1822.0, 0},
-                                     {NumberFormat::kFp8, 3615.6, 0}};
+// Maximum achievable matmul (shape not published: the plateau itself) [S03]:
+// bursts of 0.1-1 ms. GB200 fp8 also has the Azure cuBLASLt sweep after
+// 10,000 warm-up calls [S27] (sustained).
+constexpr GemmAnchor kGb200Anchors[] = {{NumberFormat::kBf16, 1822.0, 0},
+                                        {NumberFormat::kFp16, 1822.0, 0},
+                                        {NumberFormat::kFp8, 3615.6, 0},
+                                        {NumberFormat::kFp8, 2834.6, 4096, 0, 0, kS},
+                                        {NumberFormat::kFp8, 2876.6, 8192, 0, 0, kS},
+                                        {NumberFormat::kFp8, 2906.9, 16384, 0, 0, kS},
+                                        {NumberFormat::kFp8, 2825.6, 32768, 0, 0, kS},
+                                        {NumberFormat::kFp8, 2895.6, 6144, 12288, 12288, kS}};
 constexpr GemmAnchor kB200Mamf[] = {{NumberFormat::kBf16, 1745.0, 0},
                                     {NumberFormat::kFp16, 1745.0, 0},
                                     {NumberFormat::kFp8, 3432.5, 0}};
-constexpr GemmAnchor kMi325xAnchors[] = {{NumberFormat::kBf16, 784.9, 0},
-                                         {NumberFormat::kFp16, 784.9, 0},
+// AMD's hipBLASLt measurement at 4096x4864x32896 in ~1 s runs after a 25%
+// warm-up: the clock settles under power management, 1,207 MHz on MI300X
+// (750 W) and 1,447 MHz on MI325X (1000 W) (ROCm blogs, "Measuring
+// Max-Achievable FLOPs - Part 2", Feb 2025, docs/research/hardware.md [N11]):
+// sustained; and the MI300X fp8 sweep after 10,000 warm-up calls [S28].
+constexpr GemmAnchor kMi325xAnchors[] = {{NumberFormat::kBf16, 843.0, 4096, 4864, 32896, kS},
+                                         {NumberFormat::kFp16, 794.0, 4096, 4864, 32896, kS},
+                                         {NumberFormat::kFp8, 1519.0, 4096, 4864, 32896, kS}};
+constexpr GemmAnchor kMi300xAnchors[] = {{NumberFormat::kBf16, 708.0, 4096, 4864, 32896, kS},
+                                         {NumberFormat::kFp16, 654.0, 4096, 4864, 32896, kS},
+                                         {NumberFormat::kFp8, 1273.0, 4096, 4864, 32896, kS},
                                          {NumberFormat::kFp8, 1159.2, 8192, 0, 0, kS}};
-constexpr GemmAnchor kMi300xAnchors[] = {{NumberFormat::kBf16, 668.4, 0},
-                                         {NumberFormat::kFp16, 668.4, 0},
-                                         {NumberFormat::kFp8, 1159.2, 8192, 0, 0, kS}};
+
+// Blackwell Ultra B300 (1000 W, as B200): bf16 and fp8 MAMF [S03], bursts
+// (the row's sustained_over_burst takes them to the power limit as B200's).
+constexpr GemmAnchor kB300Mamf[] = {{NumberFormat::kBf16, 1769.0, 0},
+                                    {NumberFormat::kFp16, 1769.0, 0},
+                                    {NumberFormat::kFp8, 3353.3, 0}};
+// MI355X bf16 MAMF 1565 TFLOP/s, 12288x8192x8192 best shape, 100 timed
+// iterations after 50 warm-up, ~0.15 s of work [S03]: near-sustained (on
+// MI300X the shorter MAMF run gave 668 against AMD's 1 s sustained 708 [N11],
+// so AMD's MAMF shows no burst inflation).
+constexpr GemmAnchor kMi355xAnchors[] = {{NumberFormat::kBf16, 1565.0, 12288, 8192, 8192, kS},
+                                         {NumberFormat::kFp16, 1565.0, 12288, 8192, 8192, kS}};
+// TPUs (docs/hardware.md): jax matmul bf16 8192^3 on v6e, device-trace time
+// 827.5 TFLOP/s [N09]; TPU7x gemm_multiple_run bf16 per TensorCore (half a
+// chip, both run at once) 950.1 at 16384^3 and 956.4 at 32768^3 (~73 ms per
+// call) [N09], i.e. 1900.2 and 1912.8 per chip. TPUs are not known to boost
+// above the clock their peak is quoted at, so these are the sustained rate.
+// No v5p matmul benchmark is published: the geometric mean of the v6e and
+// TPU7x fractions (0.901, 0.829) = 0.864 of its 459 TFLOP/s is assumed.
+constexpr GemmAnchor kTpuV6eMatmul[] = {{NumberFormat::kBf16, 827.5, 8192, 0, 0, kS}};
+constexpr GemmAnchor kTpu7xMatmul[] = {{NumberFormat::kBf16, 1900.2, 16384, 0, 0, kS},
+                                       {NumberFormat::kBf16, 1912.8, 32768, 0, 0, kS}};
+constexpr GemmAnchor kTpuV5pAssumed[] = {{NumberFormat::kBf16, 396.6, 0, 0, 0, kS}};
 
 // Achievable HBM fraction = STREAM triad / datasheet bandwidth [S27][S28].
 const GpuDefaults kTable[] = {
-    {"GB200",
-     "GB200: bf16 MAMF 1822 TFLOP/s (72.9%) and fp8 MAMF 3615.6 (72.3%) [S03] (burst: no "
-     "sustained measurement); HBM fraction assumed as B200",
-     kGb200Mamf,
+    {"TPU7X",
+     "TPU7x: bf16 matmul 1900.2 / 1912.8 TFLOP/s per chip at 16384^3 / 32768^3 (two TensorCores "
+     "at once) [N09]; fp8 the bf16 fraction (assumed); MXU tile 256x256; HBM 85% generic (the "
+     "benchmark's 7.38 TB/s roofline is a model constant, not a measurement)",
+     kTpu7xMatmul,
      {},
      0,
      0,
-     0.844},
+     0.85,
+     256,
+     256},
+    {"TPU-V6E",
+     "TPU v6e: bf16 matmul 827.5 TFLOP/s at 8192^3 (device trace) [N09]; fp8 the bf16 fraction "
+     "(assumed); MXU tile 256x256; HBM copy 1359.6 of 1638 GB/s at 32 MiB [N09]",
+     kTpuV6eMatmul,
+     {},
+     0,
+     0,
+     1359.6 / 1638.0,
+     256,
+     256},
+    {"TPU-V5P",
+     "TPU v5p: no matmul benchmark published: bf16 plateau 0.864 of 459 TFLOP/s assumed (the "
+     "geometric mean of the measured v6e and TPU7x fractions) [N09]; MaxText measures 328 "
+     "TFLOP/s per chip end to end (71.5% MFU) [N08], a lower bound; MXU tile 128x128; HBM 85% "
+     "generic",
+     kTpuV5pAssumed,
+     {},
+     0,
+     0,
+     0.85,
+     128,
+     128},
+    {"GB300",
+     "GB300 (1400 W): no matmul measurement published; GB200's anchors (bf16 MAMF 1822 x 0.853 "
+     "sustained, fp8 Azure sweep [S27][S03][N22]), measured at 1200 W, taken to 1400 W by the "
+     "power model (tensor_power_factor: ((1400-100)/(1200-100))^(1/2) = 1.087); HBM fraction "
+     "assumed as B200",
+     kGb200Anchors,
+     {},
+     0,
+     0,
+     0.844,
+     128,
+     256,
+     0.853,
+     1200},
+    {"B300",
+     "B300 (1000 W, as B200): bf16 MAMF 1769 TFLOP/s (78.6%), fp8 MAMF 3353.3 [S03], bursts, x "
+     "0.853, the throughput B200 keeps once its clock settles at the power limit [N22]; HBM "
+     "fraction assumed as B200",
+     kB300Mamf,
+     {},
+     0,
+     0,
+     0.844,
+     128,
+     256,
+     0.853},
+    {"GB200",
+     "GB200: bf16 MAMF 1822 TFLOP/s (72.9%) [S03], a burst, x 0.853, the throughput B200 keeps "
+     "once its clock settles at the power limit (assumed for GB200's Blackwell die; [N22]); "
+     "fp8 cuBLASLt sweep 4096^3..32768^3 and 6144x12288x12288 after 10,000 warm-up calls [S27] "
+     "(sustained); HBM fraction assumed as B200",
+     kGb200Anchors,
+     {},
+     0,
+     0,
+     0.844,
+     128,
+     256,
+     0.853},
     {"B200",
-     "B200: bf16 MAMF 1745 TFLOP/s (77.6%), fp8 MAMF 3432.5 (76.3%) [S03] (burst: no sustained "
-     "measurement); HBM 6.75 of 8.0 TB/s read [S18, unverified]",
+     "B200: bf16 MAMF 1745 TFLOP/s (77.6%), fp8 MAMF 3432.5 (76.3%) [S03], bursts, x 0.853: "
+     "back-to-back FlashAttention-4 on a 1000 W B200 loses 15% (1,450 -> 1,237 TFLOP/s) as the "
+     "clock drops from 1,965 to ~1,580 MHz at the power limit (flashinfer PR #2899, "
+     "docs/research/hardware.md [N22]); HBM 6.75 of 8.0 TB/s read [S18, unverified]",
      kB200Mamf,
      {},
      0,
      0,
-     0.844},
+     0.844,
+     128,
+     256,
+     0.853},
     {"H200",
      "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 sweeps of H100 [S32][S33], plateau "
      "from the power-limited 10240^3 points); fp8 cuBLASLt sweep 2048^3..32768^3 and "
      "6144x12288x12288 after 10,000 warm-up calls [S27]; triad 4.15 of 4.8 TB/s [S27]",
      kGh100Matmul, kH200Fp8, 0.65, 0.50, 4.15 / 4.8},
+    {"H800",
+     "H800 SXM: the H100 SXM die at the same 700 W (docs/hardware.md), so H100's anchors: "
+     "torch.matmul bf16/fp16/tf32/fp32 sweeps [S32][S33], plateau from the power-limited 10240^3 "
+     "points; fp8 cuBLASLt sweep [S27]; FlashAttention-3 as H100; triad as H100 [S27]",
+     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35},
     {"H100",
      "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 sweeps 2048^3..10240^3 "
      "[S32][S33], plateau from the power-limited 10240^3 points (sustained); fp8 cuBLASLt sweep "
@@ -188,17 +304,40 @@ const GpuDefaults kTable[] = {
      1.70 / 2.039,
      128,
      128},
+    {"MI355X",
+     "MI355X: bf16 MAMF 1565 TFLOP/s (62.2%) at 12288x8192x8192 [S03], near-sustained (see the "
+     "anchor); fp8 the bf16 fraction (assumed); HBM fraction assumed as MI300X [S28]",
+     kMi355xAnchors,
+     {},
+     0,
+     0,
+     4.09 / 5.3},
+    {"MI350X",
+     "MI350X (1000 W): the MI355X silicon at 2200 MHz [S03]; no matmul measurement, so MI355X's "
+     "near-sustained bf16 1565 TFLOP/s at 1400 W taken to 1000 W by the power model "
+     "(tensor_power_factor: ((1000-100)/(1400-100))^(1/2) = 0.832); fp8 the bf16 fraction "
+     "(assumed); HBM fraction assumed as MI300X [S28]",
+     kMi355xAnchors,
+     {},
+     0,
+     0,
+     4.09 / 5.3,
+     128,
+     256,
+     0,
+     1400},
     {"MI325X",
-     "MI325X: bf16 MAMF 784.9 TFLOP/s (60.4%) [S03] (burst); fp8 assumed as MI300X (same peak, "
-     "1159.2 at 8192^3 [S28]); HBM fraction as MI300X [S28]",
+     "MI325X (1000 W): hipBLASLt bf16/fp16/fp8 843 / 794 / 1519 TFLOP/s at 4096x4864x32896 in "
+     "~1 s runs at the settled 1,447 MHz clock [N11] (sustained); HBM fraction as MI300X [S28]",
      kMi325xAnchors,
      {},
      0,
      0,
      4.09 / 5.3},
     {"MI300X",
-     "MI300X: bf16 MAMF 668.4 TFLOP/s (51.4%, ROCm 6.3 TunableOp) [S03] (burst); fp8 hipBLASLt "
-     "1159.2 at 8192^3 after 10,000 warm-up calls [S28]; triad 4.09 of 5.3 TB/s [S28]",
+     "MI300X (750 W): hipBLASLt bf16/fp16/fp8 708 / 654 / 1273 TFLOP/s at 4096x4864x32896 in "
+     "~1 s runs at the settled 1,207 MHz clock [N11] (sustained; MAMF's 668.4 [S03] is lower); "
+     "fp8 also 1159.2 at 8192^3 after 10,000 warm-up calls [S28]; triad 4.09 of 5.3 TB/s [S28]",
      kMi300xAnchors,
      {},
      0,
@@ -260,24 +399,28 @@ double fitted_plateau(const KernelEfficiency& shape_params, const GpuSpec& gpu,
   return n == 0 ? 0.0 : std::exp(log_sum / n);
 }
 
-// The plateau of sustained training: from the sustained anchors when the
-// format has any, else from the burst ones.
-double sustained_plateau(const KernelEfficiency& shape_params, const GpuSpec& gpu,
-                         const GpuDefaults& d, NumberFormat format) {
-  const double sustained = fitted_plateau(shape_params, gpu, d, format, Regime::kSustained);
-  return sustained > 0 ? sustained : fitted_plateau(shape_params, gpu, d, format, Regime::kBurst);
-}
-
 // Sustained over burst bf16 GEMM plateau of one GPU (the clock the power
-// limit allows over the clock of a short benchmark), where the anchors show
-// both; 1 where they do not. Scales other tensor-core measurements that were
-// taken in bursts (the flash-attention papers' benchmarks).
-double power_limit_factor(const KernelEfficiency& shape_params, const GpuSpec& gpu,
-                          const GpuDefaults& d) {
+// limit allows over the clock of a short benchmark): where the anchors show
+// both regimes, their ratio; else the GPU's stated factor; else 1. Scales
+// tensor-core measurements taken in bursts (MAMF, the flash-attention
+// papers' benchmarks).
+double sustained_over_burst(const KernelEfficiency& shape_params, const GpuSpec& gpu,
+                            const GpuDefaults& d) {
   const double sustained =
       fitted_plateau(shape_params, gpu, d, NumberFormat::kBf16, Regime::kSustained);
   const double burst = fitted_plateau(shape_params, gpu, d, NumberFormat::kBf16, Regime::kBurst);
-  return sustained > 0 && burst > 0 ? std::min(1.0, sustained / burst) : 1.0;
+  if (sustained > 0 && burst > 0) return std::min(1.0, sustained / burst);
+  return d.sustained_over_burst > 0 ? d.sustained_over_burst : 1.0;
+}
+
+// The plateau of sustained training: from the sustained anchors when the
+// format has any, else the burst ones at the sustained clock.
+double sustained_plateau(const KernelEfficiency& shape_params, const GpuSpec& gpu,
+                         const GpuDefaults& d, NumberFormat format) {
+  const double sustained = fitted_plateau(shape_params, gpu, d, format, Regime::kSustained);
+  if (sustained > 0) return sustained;
+  return fitted_plateau(shape_params, gpu, d, format, Regime::kBurst) *
+         sustained_over_burst(shape_params, gpu, d);
 }
 
 }  // namespace
@@ -363,9 +506,13 @@ KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
     return p;
   }
   p.source_note = d->note;
+  // Another GPU's anchors at its board power: this GPU's board power moves
+  // the sustained clock (the power model of tensor_power_factor).
+  const double sibling =
+      d->anchors_power_w > 0 ? tensor_power_ratio(gpu.board_power_w, d->anchors_power_w) : 1.0;
   for (int f = 0; f < sim::kNumberFormats; ++f) {
     p.gemm_plateau[static_cast<size_t>(f)] =
-        sustained_plateau(p, gpu, *d, static_cast<NumberFormat>(f));
+        std::min(1.0, sibling * sustained_plateau(p, gpu, *d, static_cast<NumberFormat>(f)));
   }
   // Formats without an anchor but with a datasheet rate: the GEMM fraction of
   // the closest measured format (bf16), an assumption stated in the note.
@@ -381,7 +528,7 @@ KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
   // Flash-attention plateaus read from the papers were measured in bursts:
   // they lose what the bf16 GEMMs of the same GPU lose at the power limit.
   // Those derived from the (sustained) GEMM plateau already have.
-  const double power = power_limit_factor(p, gpu, *d);
+  const double power = sustained_over_burst(p, gpu, *d);
   p.attn_fwd_plateau = d->attn_fwd > 0 ? power * d->attn_fwd : kAttnFwdOverGemm * bf16;
   p.attn_bwd_plateau = d->attn_bwd > 0 ? power * d->attn_bwd : kAttnBwdOverGemm * bf16;
   p.hbm_fraction = d->hbm_fraction;

@@ -8,9 +8,9 @@ namespace podsim::sim {
 /// A number format of tensors and arithmetic. Domain-free (a format, not a
 /// GPU feature): workload plans count bytes with it, hardware models pick the
 /// unit's rate with it, and the two meet without depending on each other.
-enum class NumberFormat : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8 };
+enum class NumberFormat : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8 };
 
-inline constexpr int kNumberFormats = 5;
+inline constexpr int kNumberFormats = 6;
 
 /// Bytes one element takes in memory (tf32 is stored as fp32).
 constexpr double bytes_per_element(NumberFormat format) {
@@ -22,6 +22,7 @@ constexpr double bytes_per_element(NumberFormat format) {
     case NumberFormat::kFp16:
       return 2.0;
     case NumberFormat::kFp8:
+    case NumberFormat::kInt8:
       return 1.0;
   }
   return 4.0;
@@ -39,6 +40,8 @@ constexpr std::string_view to_string(NumberFormat format) {
       return "fp16";
     case NumberFormat::kFp8:
       return "fp8";
+    case NumberFormat::kInt8:
+      return "int8";
   }
   return "fp32";
 }

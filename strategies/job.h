@@ -6,16 +6,19 @@
 
 #include "strategies/model.h"
 #include "strategies/plan.h"
+#include "strategies/software.h"
 
 namespace podsim::strategies {
 
 /// Everything that determines the work of one optimizer step: the model, the
-/// batch, the parallel plan and the options. Plain value; no hardware.
+/// batch, the parallel plan, the options and what the training framework
+/// runs (its schedule policy). Plain value; no hardware.
 struct Job {
   ModelShape model;
   TrainingSetup training;
   ParallelPlan plan;
   ScheduleOptions options;
+  SoftwarePolicy software;
 };
 
 /// One reason a job cannot be built, located by the JSON pointer of the

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/model_counts.h"
 #include "strategies/workload.h"
@@ -295,7 +296,7 @@ Job check_job(const Job& job) {
 
 Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOptions& options,
                                      const hwmodels::GpuModel& gpu) {
-  const Job job{spec.model, spec.training, spec.plan, spec.options};
+  const Job job = job_of(spec);
   std::vector<Problem> problems;
   for (const strategies::PlanProblem& p : strategies::validate(job)) {
     problems.push_back({p.path, p.message, p.hint});

@@ -1,5 +1,6 @@
 #include "scenarios/input/checker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -207,6 +208,11 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
         return std::nullopt;
       }
       if (decl.allowed == "order" && !check_order(text, message, hint)) return std::nullopt;
+      if (decl.allowed == "grid" && parse_grid(text).empty()) {
+        message = quote_for_message(text) + " is not a grid of axis lengths";
+        hint = "write 2 or 3 positive integers joined by 'x', e.g. \"16x16x24\"";
+        return std::nullopt;
+      }
       return CheckedValue(text);
     }
     case KeyKind::kEnum:
@@ -224,7 +230,8 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
       hint = enum_hint(text, allowed);
       return std::nullopt;
     }
-    case KeyKind::kPresetName: {
+    case KeyKind::kPresetName:
+    case KeyKind::kPresetOrObject: {  // the string form (a declared default)
       if (!value.is_string()) {
         message = "expected a preset name, got " + json_kind(value);
         return std::nullopt;
@@ -234,15 +241,18 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
       for (const std::string& name : names) {
         if (name == text) return CheckedValue(text);
       }
-      message = "unknown " + std::string(decl.allowed).substr(0, decl.allowed.size() - 1) +
+      const std::string_view category = decl.allowed;  // "models" -> "model"; "software"
+      message = "unknown " +
+                std::string(category.ends_with('s') ? category.substr(0, category.size() - 1)
+                                                    : category) +
                 " preset " + quote_for_message(text);
       hint = enum_hint(text, names);
       return std::nullopt;
     }
     case KeyKind::kObject:
     case KeyKind::kArray:
-    case KeyKind::kPresetOrObject:
     case KeyKind::kScenario:
+    case KeyKind::kTextMap:
       break;
   }
   message = "internal: no leaf conversion for this key";
@@ -319,6 +329,9 @@ struct Checker::Walk {
         out.present.insert(path);
         if (on_scenario) on_scenario(value, path);
         return;
+      case KeyKind::kTextMap:
+        text_map(value, decl, pattern, path);
+        return;
       default:
         leaf(value, decl, path);
         return;
@@ -360,6 +373,45 @@ struct Checker::Walk {
     }
   }
 
+  /// An object of strings keyed by the parent object's other declared keys.
+  void text_map(const json& value, const KeyDecl& decl, const std::string& pattern,
+                const std::string& path) {
+    out.present.insert(path);
+    if (!value.is_object()) {
+      problem(path, "expected an object of strings, got " + json_kind(value));
+      out.bad.insert(path);
+      return;
+    }
+    const std::string parent = pattern.substr(0, pattern.rfind('/'));
+    std::vector<std::string> keys = declared_children(checker.table_, parent);
+    std::erase(keys, pattern.substr(pattern.rfind('/') + 1));
+    for (const auto& [key, text] : value.items()) {
+      const std::string child_path = path + "/" + pointer_segment(key);
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        const std::string guess = closest_match(key, keys);
+        problem(
+            child_path, "names no key of " + parent,
+            guess.empty() ? "keys here: " + join_list(keys, 40) : "did you mean '" + guess + "'?");
+        out.bad.insert(child_path);
+        continue;
+      }
+      if (!text.is_string()) {
+        problem(child_path, "expected a string, got " + json_kind(text));
+        out.bad.insert(child_path);
+        continue;
+      }
+      const std::string& words = text.get_ref<const std::string&>();
+      if (static_cast<double>(words.size()) > decl.max) {
+        problem(child_path, "string of " + std::to_string(words.size()) +
+                                " bytes is too long (at most " + format_number(decl.max) + ")");
+        out.bad.insert(child_path);
+        continue;
+      }
+      out.present.insert(child_path);
+      out.values[child_path] = words;
+    }
+  }
+
   void unknown_key(const std::string& key, const std::string& pattern, const std::string& path) {
     const std::string child_path = path + "/" + pointer_segment(key);
     const std::vector<std::string> siblings = declared_children(checker.table_, pattern);
@@ -392,6 +444,13 @@ struct Checker::Walk {
     }
     for (const std::string& key : declared_children(checker.table_, pattern)) {
       const KeyDecl& decl = decl_for(pattern + "/" + key);
+      if (decl.kind == KeyKind::kPresetOrObject && decl.presence == Presence::kDefault &&
+          !value.contains(key)) {
+        // An absent preset key with a default is its default preset.
+        preset_or_object(json::parse(decl.default_value), decl, pattern + "/" + key,
+                         path + "/" + key);
+        continue;
+      }
       if (decl.presence == Presence::kRequired && !value.contains(key)) {
         problem(path + "/" + key, "missing (required)",
                 decl.doc.empty() ? "" : "give " + std::string(decl.doc));
@@ -440,7 +499,20 @@ struct Checker::Walk {
     out.presets[path] = name;
     json overrides = value;
     overrides.erase("base");
+    mark_overridden(overrides, path);
     object(merge(*checker.presets_.find(category, name), overrides, pattern), pattern, path);
+  }
+
+  /// Records the leaves an override object sets over its preset.
+  void mark_overridden(const json& overrides, const std::string& path) {
+    for (const auto& [key, value] : overrides.items()) {
+      const std::string child = path + "/" + pointer_segment(key);
+      if (value.is_object()) {
+        mark_overridden(value, child);
+      } else {
+        out.overridden.insert(child);
+      }
+    }
   }
 
   /// `base` with `overrides` laid over it, key by key: objects merge

@@ -30,6 +30,9 @@ struct CheckedDocument {
   std::set<std::string> bad;                   ///< keys whose value had a problem
   std::map<std::string, size_t> array_sizes;   ///< arrays given, by path
   std::map<std::string, std::string> presets;  ///< "/model" -> "llama3-405b"
+  /// Leaves an override object ({"base": ..., key: value}) set over its
+  /// preset, by path ("/software/attention/kernel").
+  std::set<std::string> overridden;
 };
 
 /// Walks a JSON document against a declaration table: expands presets

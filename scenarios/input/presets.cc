@@ -27,11 +27,12 @@ std::string category_path(std::string_view category, std::string_view rest = {})
 }  // namespace
 
 Result<PresetLibrary> PresetLibrary::from_texts(std::string_view models, std::string_view gpus,
-                                                std::string_view clusters) {
+                                                std::string_view clusters,
+                                                std::string_view software) {
   std::vector<Problem> problems;
   auto data = std::make_shared<json>(json::object());
   const std::pair<std::string_view, std::string_view> files[] = {
-      {"models", models}, {"gpus", gpus}, {"clusters", clusters}};
+      {"models", models}, {"gpus", gpus}, {"clusters", clusters}, {"software", software}};
   for (const auto& [category, text] : files) {
     Result<json> parsed = parse_json_text(text);
     if (!parsed.ok()) {
@@ -119,7 +120,7 @@ const PresetLibrary& builtin_presets() {
   static const PresetLibrary presets = [] {
     Result<PresetLibrary> parsed = PresetLibrary::from_texts(
         embedded_file("input/presets/models.json"), embedded_file("input/presets/gpus.json"),
-        embedded_file("input/presets/clusters.json"));
+        embedded_file("input/presets/clusters.json"), embedded_file("input/presets/software.json"));
     if (!parsed.ok()) {
       // The embedded data is part of the build; broken data is a bug.
       for (const Problem& problem : parsed.problems()) {

@@ -10,19 +10,22 @@
 
 namespace podsim::scenarios {
 
-/// Named models, GPUs and clusters, each a JSON object in the scenario
-/// format's object form plus a "source" line. Immutable; cheap to copy.
+/// Named models, GPUs, clusters and software stacks, each a JSON object in
+/// the scenario format's object form plus a "source" line. Immutable; cheap
+/// to copy.
 class PresetLibrary {
  public:
-  /// Parses the three preset files (objects of name -> preset).
+  /// Parses the preset files (objects of name -> preset); `software` may be
+  /// empty (no software presets).
   static Result<PresetLibrary> from_texts(std::string_view models, std::string_view gpus,
-                                          std::string_view clusters);
+                                          std::string_view clusters,
+                                          std::string_view software = "{}");
 
-  /// Preset names of a category ("models", "gpus", "clusters"), sorted.
+  /// Preset names of a category ("models", "gpus", "clusters", "software"), sorted.
   std::vector<std::string> names(std::string_view category) const;
   /// The preset's JSON object, or nullptr.
   const nlohmann::json* find(std::string_view category, std::string_view name) const;
-  /// {"models": {...}, "gpus": {...}, "clusters": {...}}
+  /// {"models": {...}, "gpus": {...}, "clusters": {...}, "software": {...}}
   const nlohmann::json& all() const { return *data_; }
 
  private:

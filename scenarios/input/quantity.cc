@@ -24,6 +24,8 @@ std::string_view dimension_name(Dimension dimension) {
       return "a compute rate";
     case Dimension::kHertz:
       return "a frequency";
+    case Dimension::kWatts:
+      return "a power";
   }
   return "a plain number";
 }
@@ -42,6 +44,8 @@ std::string_view dimension_unit(Dimension dimension) {
       return "FLOP/s";
     case Dimension::kHertz:
       return "Hz";
+    case Dimension::kWatts:
+      return "W";
   }
   return "";
 }
@@ -60,6 +64,8 @@ std::string_view dimension_example(Dimension dimension) {
       return "989 TFLOP/s";
     case Dimension::kHertz:
       return "1.83 GHz";
+    case Dimension::kWatts:
+      return "500 W";
   }
   return "8";
 }
@@ -100,6 +106,9 @@ std::vector<UnitSpelling> make_unit_spellings() {
   units.push_back({"\u03bcs", Dimension::kSeconds, 1e-6});  // Greek mu
   units.push_back({"ms", Dimension::kSeconds, 1e-3});
   units.push_back({"s", Dimension::kSeconds, 1.0});
+  // Run-level times (restarts, checkpoint intervals) are minutes and hours.
+  units.push_back({"min", Dimension::kSeconds, 60.0});
+  units.push_back({"h", Dimension::kSeconds, 3600.0});
 
   units.push_back({"FLOP/s", Dimension::kFlopsPerSecond, 1.0});
   units.push_back({"KFLOP/s", Dimension::kFlopsPerSecond, 1e3});
@@ -117,6 +126,9 @@ std::vector<UnitSpelling> make_unit_spellings() {
   units.push_back({"kHz", Dimension::kHertz, 1e3});
   units.push_back({"MHz", Dimension::kHertz, 1e6});
   units.push_back({"GHz", Dimension::kHertz, 1e9});
+
+  units.push_back({"W", Dimension::kWatts, 1.0});
+  units.push_back({"kW", Dimension::kWatts, 1e3});
   return units;
 }
 

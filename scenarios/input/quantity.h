@@ -10,7 +10,7 @@
 namespace podsim::scenarios {
 
 /// The physical dimension of a scenario quantity. Values are always held in
-/// SI base units: bytes, seconds, bytes/s, FLOP/s, Hz.
+/// SI base units: bytes, seconds, bytes/s, FLOP/s, Hz, W.
 enum class Dimension : uint8_t {
   kNone,            ///< a plain number (count, ratio, dollars)
   kBytes,           ///< a size
@@ -18,6 +18,7 @@ enum class Dimension : uint8_t {
   kBytesPerSecond,  ///< a bandwidth
   kFlopsPerSecond,  ///< a compute rate
   kHertz,           ///< a frequency
+  kWatts,           ///< a power
 };
 
 /// "a size", "a bandwidth", ... for messages.
@@ -35,7 +36,7 @@ struct UnitSpelling {
 };
 
 /// Every accepted unit, in a fixed order (sizes, bandwidths, times, rates,
-/// frequencies). Bits are lower-case `b` (`Gb`, `Gb/s`, `Gbps`), bytes
+/// frequencies, powers). Bits are lower-case `b` (`Gb`, `Gb/s`, `Gbps`), bytes
 /// upper-case `B` (`GB`, `GB/s`); `KiB`..`PiB` are binary.
 const std::vector<UnitSpelling>& unit_spellings();
 

@@ -31,9 +31,36 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_training(spec.training);
   build_plan(spec.plan);
   build_options(spec);
+  build_run(spec);
+  build_software(spec.software);
   check_job(spec);
+  build_degraded(spec);
   spec.warnings = std::move(warnings_);
   return spec;
+}
+
+void SpecBuilder::build_degraded(ScenarioSpec& s) {
+  DegradedParts& d = s.degraded;
+  auto rank = [&](const std::string& path) -> int64_t {
+    const std::optional<int64_t> r = integer(path);
+    if (!r) return -1;
+    if (s.gpus > 0 && *r >= s.gpus) {
+      problem(
+          path,
+          "rank " + std::to_string(*r) + " is not in the job (" + std::to_string(s.gpus) + " GPUs)",
+          "give a rank from 0 to " + std::to_string(s.gpus - 1));
+      return -1;
+    }
+    return *r;
+  };
+  if (usable("/degraded/gpu")) {
+    d.slow_gpu_rank = rank("/degraded/gpu/rank");
+    d.gpu_slowdown = number("/degraded/gpu/slowdown").value_or(1);
+  }
+  if (usable("/degraded/nic")) {
+    d.slow_nic_rank = rank("/degraded/nic/rank");
+    d.nic_rate_fraction = number("/degraded/nic/rate_fraction").value_or(1);
+  }
 }
 
 void SpecBuilder::problem(const std::string& path, std::string message, std::string hint) {
@@ -161,11 +188,10 @@ void SpecBuilder::build_attention(strategies::ModelShape& m) {
 void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
   g.name = text("/cluster/gpu/name").value_or(preset_name("/cluster/gpu"));
   g.source = text("/cluster/gpu/source").value_or("");
-  const std::pair<const char*, sim::NumberFormat> formats[] = {{"fp32", sim::NumberFormat::kFp32},
-                                                               {"tf32", sim::NumberFormat::kTf32},
-                                                               {"bf16", sim::NumberFormat::kBf16},
-                                                               {"fp16", sim::NumberFormat::kFp16},
-                                                               {"fp8", sim::NumberFormat::kFp8}};
+  const std::pair<const char*, sim::NumberFormat> formats[] = {
+      {"fp32", sim::NumberFormat::kFp32}, {"tf32", sim::NumberFormat::kTf32},
+      {"bf16", sim::NumberFormat::kBf16}, {"fp16", sim::NumberFormat::kFp16},
+      {"fp8", sim::NumberFormat::kFp8},   {"int8", sim::NumberFormat::kInt8}};
   for (const auto& [key, format] : formats) {
     g.peak_flops_per_s[static_cast<size_t>(format)] =
         number(std::string("/cluster/gpu/peak_flops/") + key).value_or(0);
@@ -178,6 +204,24 @@ void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
   g.clock_hz = number("/cluster/gpu/clock").value_or(0);
   g.launch_overhead_s = number("/cluster/gpu/launch_overhead").value_or(0);
   g.has_nvls = flag("/cluster/gpu/has_nvls").value_or(false);
+  g.board_power_w = number("/cluster/gpu/board_power").value_or(0);
+  g.power_limit_w = g.board_power_w;
+  if (given("/cluster/gpu/power_limit")) {
+    const std::optional<double> limit = number("/cluster/gpu/power_limit");
+    if (limit && !given("/cluster/gpu/board_power")) {
+      problem("/cluster/gpu/power_limit",
+              "a power limit needs the board power the GPU's measurements ran at",
+              "give /cluster/gpu/board_power, or start from a GPU preset with \"base\"");
+    } else if (limit && *limit > g.board_power_w) {
+      problem("/cluster/gpu/power_limit",
+              format_number(*limit) + " W is above the board power (" +
+                  format_number(g.board_power_w) + " W)",
+              "a board cannot be capped above its rating: use at most " +
+                  format_number(g.board_power_w) + " W");
+    } else if (limit) {
+      g.power_limit_w = *limit;
+    }
+  }
   g.profile = text("/cluster/gpu/profile").value_or("");
   gpu_usable_ = usable("/cluster/gpu") && usable("/cluster/gpu/peak_flops");
 }
@@ -194,10 +238,30 @@ void SpecBuilder::build_cluster(hwmodels::ClusterSpec& c) {
   c.scale_up.bw_bytes_per_s = number("/cluster/scale_up/bandwidth").value_or(0);
   c.scale_up.latency_s = number("/cluster/scale_up/latency").value_or(0);
   c.scale_up.efficiency = number("/cluster/scale_up/efficiency").value_or(1.0);
-  std::optional<int64_t> domain =
-      given("/cluster/scale_up/domain") ? integer("/cluster/scale_up/domain") : gpus_per_node_;
+  const std::string topology = text("/cluster/scale_up/topology").value_or("switch");
+  c.scale_up.topology = topology == "mesh"    ? hwmodels::ScaleUpTopology::kMesh
+                        : topology == "torus" ? hwmodels::ScaleUpTopology::kTorus
+                                              : hwmodels::ScaleUpTopology::kSwitch;
+  c.slices = static_cast<int>(integer("/cluster/slices").value_or(1));
+  if (usable("/cluster/scale_up/torus")) {
+    hwmodels::TorusSpec& t = c.scale_up.torus;
+    t.dims = static_cast<int>(integer("/cluster/scale_up/torus/dims").value_or(3));
+    t.shape = parse_grid(text("/cluster/scale_up/torus/shape").value_or(""));
+    t.max_shape = parse_grid(text("/cluster/scale_up/torus/max_shape").value_or(""));
+    t.wrap_length = static_cast<int>(integer("/cluster/scale_up/torus/wrap_length").value_or(0));
+    t.wrap_needs_all_axes = flag("/cluster/scale_up/torus/wrap_needs_all_axes").value_or(false);
+  }
+  // A torus domain is its slice (the fabric derives it); else one node.
+  const bool torus = c.scale_up.topology == hwmodels::ScaleUpTopology::kTorus;
+  std::optional<int64_t> domain = given("/cluster/scale_up/domain")
+                                      ? integer("/cluster/scale_up/domain")
+                                  : torus ? std::optional<int64_t>(0)
+                                          : gpus_per_node_;
   c.scale_up.domain = static_cast<int>(domain.value_or(0));
   domain_ = domain;
+  if (torus && !given("/cluster/scale_up/domain") && nodes_ && gpus_per_node_ && c.slices > 0) {
+    domain_ = *nodes_ * *gpus_per_node_ / c.slices;
+  }
   if (domain && gpus_per_node_ && given("/cluster/scale_up/domain")) {
     const bool spans_nodes = *domain > *gpus_per_node_ && *domain % *gpus_per_node_ == 0;
     const bool inside_node = *domain <= *gpus_per_node_ && *gpus_per_node_ % *domain == 0;
@@ -226,6 +290,7 @@ void SpecBuilder::build_cluster(hwmodels::ClusterSpec& c) {
             "start from a cluster preset with \"base\"");
   }
   c.price_per_gpu_hour = number("/cluster/price_per_gpu_hour");
+  c.price_source = text("/cluster/price_source").value_or("");
 }
 
 void SpecBuilder::build_tiers(hwmodels::ScaleOutSpec& out) {
@@ -286,6 +351,8 @@ void SpecBuilder::build_training(strategies::TrainingSetup& t) {
     t.precision = sim::NumberFormat::kFp8;
   } else if (precision_ == "fp32") {
     t.precision = sim::NumberFormat::kFp32;
+  } else if (precision_ == "int8") {
+    t.precision = sim::NumberFormat::kInt8;
   } else {
     t.precision = sim::NumberFormat::kBf16;
   }

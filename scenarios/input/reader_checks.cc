@@ -314,10 +314,13 @@ void SpecBuilder::check_precision(const ScenarioSpec& s) {
                 precision_ + " rate (0)",
             "choose another /training/precision, or give the GPU's " + precision_ + " peak");
   }
-  if (s.training.precision == sim::NumberFormat::kFp8 && gpu.peak(sim::NumberFormat::kBf16) <= 0) {
+  const bool eight_bit = s.training.precision == sim::NumberFormat::kFp8 ||
+                         s.training.precision == sim::NumberFormat::kInt8;
+  if (eight_bit && gpu.peak(sim::NumberFormat::kBf16) <= 0) {
     problem("/cluster/gpu/peak_flops/bf16",
-            "fp8 training keeps everything but the matrix products in bf16, and the GPU has no "
-            "bf16 rate",
+            precision_ +
+                " training keeps everything but the matrix products in bf16, and the GPU has no "
+                "bf16 rate",
             "give the GPU's bf16 peak");
   }
 }

@@ -1,106 +1,20 @@
 #include "scenarios/input/schema.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "scenarios/input/presets.h"
+#include "scenarios/input/schema_decl.h"
 #include "scenarios/input/suggest.h"
 
 namespace podsim::scenarios {
 
 namespace {
 
-// Declaration helpers: one line per key in the tables below.
-constexpr KeyDecl object(std::string_view path, Presence presence, std::string_view doc) {
-  return {path, KeyKind::kObject, presence, "", Dimension::kNone, 0, 0, false, "", doc};
-}
-constexpr KeyDecl integer(std::string_view path, Presence presence, std::string_view value,
-                          double min, double max, std::string_view doc) {
-  return {path, KeyKind::kInteger, presence, value, Dimension::kNone, min, max, false, "", doc};
-}
-constexpr KeyDecl number(std::string_view path, Presence presence, std::string_view value,
-                         double min, double max, bool min_exclusive, std::string_view doc) {
-  return {path, KeyKind::kNumber, presence, value, Dimension::kNone, min,
-          max,  min_exclusive,    "",       doc};
-}
-constexpr KeyDecl quantity(std::string_view path, Presence presence, std::string_view value,
-                           Dimension dimension, double min, double max, bool min_exclusive,
-                           std::string_view doc) {
-  return {path, KeyKind::kQuantity, presence, value, dimension, min, max, min_exclusive, "", doc};
-}
-constexpr KeyDecl boolean(std::string_view path, std::string_view value, std::string_view doc) {
-  return {path, KeyKind::kBool, Presence::kDefault, value, Dimension::kNone, 0, 0, false, "", doc};
-}
-/// A boolean whose absence means something of its own (said in `doc`).
-constexpr KeyDecl optional_boolean(std::string_view path, std::string_view doc) {
-  return {path, KeyKind::kBool, Presence::kOptional, "", Dimension::kNone, 0, 0, false, "", doc};
-}
-/// A number that may also be null ("none"), optional.
-constexpr KeyDecl nullable_number(std::string_view path, double min, double max, bool min_exclusive,
-                                  std::string_view doc) {
-  return {path,
-          KeyKind::kNumber,
-          Presence::kOptional,
-          "",
-          Dimension::kNone,
-          min,
-          max,
-          min_exclusive,
-          "",
-          doc,
-          true};
-}
-/// An array of strings, each one of `allowed`.
-constexpr KeyDecl enum_array(std::string_view path, std::string_view doc) {
-  return {path, KeyKind::kArray, Presence::kOptional, "", Dimension::kNone, 0, 64, false, "", doc};
-}
-constexpr KeyDecl text(std::string_view path, Presence presence, std::string_view value,
-                       double max_length, std::string_view doc) {
-  return {path, KeyKind::kString, presence, value, Dimension::kNone, 0, max_length, false, "", doc};
-}
-constexpr KeyDecl choice(std::string_view path, std::string_view value, std::string_view allowed,
-                         std::string_view doc) {
-  return {path, KeyKind::kEnum, Presence::kDefault, value, Dimension::kNone, 0, 0, false, allowed,
-          doc};
-}
-constexpr KeyDecl preset_or_object(std::string_view path, std::string_view category,
-                                   std::string_view doc) {
-  return {path,
-          KeyKind::kPresetOrObject,
-          Presence::kRequired,
-          "",
-          Dimension::kNone,
-          0,
-          0,
-          false,
-          category,
-          doc};
-}
-constexpr KeyDecl preset_base(std::string_view path, std::string_view category) {
-  return {path,
-          KeyKind::kPresetName,
-          Presence::kOptional,
-          "",
-          Dimension::kNone,
-          0,
-          0,
-          false,
-          category,
-          "start from this preset; the other keys of the object override it"};
-}
-
-constexpr double kNameLength = 256;
-constexpr double kTextLength = 65536;
-constexpr double kPathLength = 4096;
-constexpr double kMaxDegree = 1e8;  // any parallel degree or GPU count
-constexpr double kPeta = 1e15;
-
-constexpr Presence kRequired = Presence::kRequired;
-constexpr Presence kDefault = Presence::kDefault;
-constexpr Presence kComputed = Presence::kComputed;
-constexpr Presence kOptional = Presence::kOptional;
+using namespace decl;  // NOLINT(google-build-using-namespace): the table reads as a list
 
 // clang-format off
 constexpr KeyDecl kScenarioKeys[] = {
@@ -185,6 +99,8 @@ constexpr KeyDecl kScenarioKeys[] = {
            "fp16 tensor-core peak; 0 = not supported"),
   quantity("/cluster/gpu/peak_flops/fp8", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
            "fp8 tensor-core peak; 0 = not supported"),
+  quantity("/cluster/gpu/peak_flops/int8", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "int8 matrix peak (integer ops per second); 0 = not supported (v1.2)"),
   quantity("/cluster/gpu/peak_flops/tf32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
            "tf32 tensor-core peak; 0 = not supported"),
   quantity("/cluster/gpu/peak_flops/fp32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
@@ -204,17 +120,35 @@ constexpr KeyDecl kScenarioKeys[] = {
   quantity("/cluster/gpu/launch_overhead", kRequired, "", Dimension::kSeconds, 0, 0.01, false,
            "host launch overhead of one kernel on a stream (extension)"),
   boolean("/cluster/gpu/has_nvls", "false", "NVLink SHARP in-switch reduction in the scale-up domain (extension)"),
+  quantity("/cluster/gpu/board_power", kOptional, "", Dimension::kWatts, 0, 1e5, true,
+           "board power the GPU's published GEMM measurements ran at (extension; presets: the rating)"),
+  quantity("/cluster/gpu/power_limit", kComputed, "= board_power", Dimension::kWatts, 0, 1e5, true,
+           "power the board is capped at; sets the clock its tensor cores sustain (v1.1)"),
   text("/cluster/gpu/profile", kDefault, "\"\"", kPathLength,
        "calibration profile (JSON) used instead of datasheet efficiency; empty = datasheet"),
   integer("/cluster/nodes", kRequired, "", 1, 1e7, "nodes (servers) in the cluster"),
   integer("/cluster/gpus_per_node", kRequired, "", 1, 1024, "GPUs per node"),
-  object("/cluster/scale_up", kRequired, "the scale-up domain (NVLink / NVSwitch, Infinity Fabric)"),
+  object("/cluster/scale_up", kRequired, "the scale-up domain (NVLink / NVSwitch, Infinity Fabric, TPU ICI)"),
   quantity("/cluster/scale_up/bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
-           "per GPU, per direction"),
+           "per GPU, per direction (a mesh or torus: all of its links together)"),
   quantity("/cluster/scale_up/latency", kDefault, "0", Dimension::kSeconds, 0, 1, false,
-           "one hop GPU -> switch -> GPU"),
-  integer("/cluster/scale_up/domain", kComputed, "= gpus_per_node", 1, 1e6,
+           "one hop: GPU -> switch -> GPU, one mesh or torus link"),
+  integer("/cluster/scale_up/domain", kComputed, "= gpus_per_node (a torus: its slice)", 1, 1e6,
           "GPUs per scale-up domain"),
+  choice("/cluster/scale_up/topology", "\"switch\"", "switch|mesh|torus",
+         "switch: NVSwitch crossbar; mesh: a link between every pair of GPUs (AMD Infinity Fabric); "
+         "torus: TPU ICI, one domain per slice (extension)"),
+  object("/cluster/scale_up/torus", kOptional, "the grid of a TPU slice (topology torus; extension)"),
+  integer("/cluster/scale_up/torus/dims", kDefault, "3", 2, 3, "axes of the torus (v5p, TPU7x: 3; v6e: 2)"),
+  {"/cluster/scale_up/torus/shape", KeyKind::kString, kComputed,
+   "the most balanced grid of the slice's chips", Dimension::kNone, 0, kNameLength, false, "grid",
+   "axis lengths of each slice, x (fastest-varying chip id) first, e.g. \"8x16x12\""},
+  {"/cluster/scale_up/torus/max_shape", KeyKind::kString, kOptional, "", Dimension::kNone, 0,
+   kNameLength, false, "grid", "the largest slice (the pod's ICI extent, any axis order); derived shapes stay inside"},
+  integer("/cluster/scale_up/torus/wrap_length", kDefault, "0", 0, 1e5,
+          "an axis wraps around when its length is a multiple of this (v6e: 16, v5p: 4); 0 = never"),
+  boolean("/cluster/scale_up/torus/wrap_needs_all_axes", "false",
+          "wrap-around only when every axis is such a multiple (v5p, TPU7x: whole 4x4x4 cubes)"),
   number("/cluster/scale_up/efficiency", kDefault, "1", 0, 1, true,
          "fraction of the bandwidth payload reaches through NCCL (protocol overhead; extension)"),
   object("/cluster/scale_out", kOptional, "the scale-out network (InfiniBand / RoCE); required when nodes > 1"),
@@ -236,7 +170,47 @@ constexpr KeyDecl kScenarioKeys[] = {
           "nodes under one switch group of this tier; 0 = all nodes (the top tier)"),
   number("/cluster/scale_out/tiers/*/oversubscription", kDefault, "1", 0, 1000, true,
          "downlink:uplink capacity of the groups below into this tier (7 = 1:7)"),
+  integer("/cluster/slices", kDefault, "1", 1, 1e6,
+          "TPU slices joined over the data-centre network (scale_out); nodes split evenly (v1.2)"),
   number("/cluster/price_per_gpu_hour", kOptional, "", 0, 1e6, true, "dollars per GPU-hour, for cost reports"),
+  text("/cluster/price_source", kOptional, "", kTextLength,
+       "what price_per_gpu_hour is: a public list price (where, when) or else what (extension)"),
+  // Reliability: failures that stop a synchronous job, per 1,000 days of each
+  // part's runtime. Defaults: Kokolis et al. (arXiv 2410.21680) measured 5 per
+  // 1,000 node-days on Meta's RSC A100 clusters; split by the shares of the
+  // Llama 3 paper's Table 5 counts (of 419) over 8 GPUs and 8 NICs per node
+  // (docs/goodput.md).
+  object("/cluster/reliability", kOptional,
+         "failure rates of the cluster's parts, per 1,000 days of each part's runtime (extension)"),
+  text("/cluster/reliability/source", kOptional, "", kTextLength, "where the rates come from"),
+  number("/cluster/reliability/gpu_per_1000_gpu_days", kDefault, "0.2834", 0, 1e6, false,
+         "GPU failures (faulty GPU, SRAM, GPU system processor, thermal) per GPU"),
+  number("/cluster/reliability/hbm_per_1000_gpu_days", kDefault, "0.1074", 0, 1e6, false,
+         "GPU memory (HBM) failures per GPU"),
+  number("/cluster/reliability/sdc_per_1000_gpu_days", kDefault, "0.00895", 0, 1e6, false,
+         "silent data corruption caught and stopped for, per GPU"),
+  number("/cluster/reliability/host_per_1000_node_days", kDefault, "0.1671", 0, 1e6, false,
+         "host hardware (CPU, DRAM, SSD, power supply, chassis, IO board) per node"),
+  number("/cluster/reliability/host_maintenance_per_1000_node_days", kDefault, "0.3819", 0, 1e6,
+         false, "unplanned maintenance of a host, per node"),
+  number("/cluster/reliability/software_per_1000_node_days", kDefault, "0.7518", 0, 1e6, false,
+         "software bugs, dependencies and NCCL watchdog timeouts, per node"),
+  number("/cluster/reliability/nic_per_1000_nic_days", kDefault, "0.01044", 0, 1e6, false,
+         "NIC failures per NIC"),
+  number("/cluster/reliability/network_per_1000_nic_days", kDefault, "0.05221", 0, 1e6, false,
+         "network switch and cable failures, per NIC link"),
+  number("/cluster/reliability/planned_per_day", kDefault, "0", 0, 1e4, false,
+         "planned interruptions of the job per day (maintenance, configuration changes)"),
+  object("/cluster/storage", kOptional, "where checkpoints are written (extension)"),
+  quantity("/cluster/storage/write_bandwidth", kComputed, "= 651 MB/s per node",
+           Dimension::kBytesPerSecond, 0, 1e18, true,
+           "sustained write bandwidth a job's checkpoints get (Llama 3: 2 TB/s for 3,072 nodes)"),
+  quantity("/cluster/storage/read_bandwidth", kComputed, "= write_bandwidth",
+           Dimension::kBytesPerSecond, 0, 1e18, true,
+           "sustained read bandwidth, for loading a checkpoint at a restart"),
+  quantity("/cluster/storage/host_copy_bandwidth", kDefault, "\"52 GB/s\"",
+           Dimension::kBytesPerSecond, 0, kPeta, true,
+           "one GPU's copy of its state to pinned host memory (H100 PCIe Gen5, measured)"),
 
   integer("/gpus", kComputed, "= dp*tp*pp*cp", 1, kMaxDegree, "GPUs the job uses; must fit the cluster"),
 
@@ -244,8 +218,8 @@ constexpr KeyDecl kScenarioKeys[] = {
   integer("/training/seq_len", kRequired, "", 1, 1 << 27, "tokens per sequence"),
   integer("/training/global_batch", kRequired, "", 1, 1 << 30, "sequences per optimizer step"),
   integer("/training/micro_batch", kDefault, "1", 1, 1 << 30, "sequences per micro-batch on one pipeline"),
-  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|fp32",
-         "format of the matrix products (fp8: matrix products in fp8, the rest bf16)"),
+  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|int8|fp32",
+         "format of the matrix products (fp8, int8: matrix products in that format, the rest bf16)"),
   {"/training/precision_recipe", KeyKind::kEnum, kOptional, "", Dimension::kNone, 0, 0, false,
    "tensorwise|delayed|blockwise|mxfp8|nvfp4|aqt-int8|fp8_full",
    "how low-precision matrix products are scaled (1.2); unset: the software's default"},
@@ -332,6 +306,51 @@ constexpr KeyDecl kScenarioKeys[] = {
           "Megatron's DeepEP default 20, HybridEP 16; extension)"),
   choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
          "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
+
+  // Stragglers in the step (scenarios/step/, docs/goodput.md).
+  object("/degraded", kOptional,
+         "parts slower than their datasheet in the simulated step; the step is then simulated "
+         "with every rank (extension)"),
+  object("/degraded/gpu", kOptional, "one GPU whose compute runs slowly (throttling)"),
+  integer("/degraded/gpu/rank", kRequired, "", 0, 1e9, "the slow GPU's rank in the job"),
+  number("/degraded/gpu/slowdown", kRequired, "", 1, 1000, false,
+         "how many times as long its compute kernels take"),
+  object("/degraded/nic", kOptional, "one NIC below its rate (a degraded link)"),
+  integer("/degraded/nic/rank", kRequired, "", 0, 1e9,
+          "the rank whose NIC it is (the NIC its GPU sends and receives through)"),
+  number("/degraded/nic/rate_fraction", kRequired, "", 0, 1, true,
+         "the fraction of its rate the NIC keeps, both directions"),
+
+  // The whole run (scenarios/run/, docs/goodput.md).
+  object("/run", kOptional,
+         "the whole training run: token budget, checkpoints, restarts, stragglers (extension)"),
+  number("/run/tokens", kRequired, "", 0, 1e18, true, "tokens to train"),
+  integer("/run/samples", kDefault, "1000", 1, 1e6, "runs sampled for the distribution"),
+  integer("/run/seed", kDefault, "1", 0, 9007199254740992.0, "seed of the sampler (xoshiro256**)"),
+  object("/run/checkpoint", kOptional, "checkpoint saves"),
+  choice("/run/checkpoint/mode", "\"async\"", "sync|async",
+         "async: training waits for the copy to host memory only; sync: until the write ends"),
+  {"/run/checkpoint/interval", KeyKind::kEnumOrObject, kDefault, "\"daly\"", Dimension::kNone, 0, 0,
+   false, "daly|young",
+   "daly or young: the optimum for the job's failure rate; or {\"steps\": N} or "
+   "{\"time\": \"30 min\"}"},
+  integer("/run/checkpoint/interval/steps", kOptional, "", 1, 1e15, "steps between saves"),
+  quantity("/run/checkpoint/interval/time", kOptional, "", Dimension::kSeconds, 0, 1e10, true,
+           "time between saves, rounded to whole steps"),
+  object("/run/restart", kOptional, "what an interruption costs besides the work it loses"),
+  quantity("/run/restart/overhead", kDefault, "\"10 min\"", Dimension::kSeconds, 0, 1e7, false,
+           "from the failure to training again, the checkpoint load excluded "
+           "(Kokolis et al.: 5-20 min)"),
+  quantity("/run/restart/requeue", kDefault, "\"0 s\"", Dimension::kSeconds, 0, 1e8, false,
+           "waiting for replacement nodes or the scheduler (0: hot spares)"),
+  object("/run/stragglers", kOptional, "GPUs that keep working, slowly"),
+  number("/run/stragglers/node_fraction", kDefault, "0.005", 0, 1, false,
+         "fraction of nodes with a slow GPU at any time (MegaScale: about 0.5%)"),
+  number("/run/stragglers/gpu_slowdown", kDefault, "1.1", 1, 1000, false,
+         "how many times as long a slow GPU takes for its compute (MegaScale: about 10%)"),
+  quantity("/run/stragglers/mean_duration", kDefault, "\"4395 s\"", Dimension::kSeconds, 0, 1e9,
+           true,
+           "how long a slow GPU stays slow (FALCON: 10 s to 10 h; log-uniform mean)"),
 };
 
 constexpr KeyDecl kValidationKeys[] = {
@@ -386,8 +405,38 @@ std::vector<std::string> split_allowed(std::string_view allowed) {
 
 }  // namespace
 
-std::span<const KeyDecl> scenario_keys() { return kScenarioKeys; }
+std::span<const KeyDecl> scenario_keys() {
+  // The core table, then the software section (schema_software.cc).
+  static const std::vector<KeyDecl> keys = [] {
+    std::vector<KeyDecl> all(std::begin(kScenarioKeys), std::end(kScenarioKeys));
+    const std::span<const KeyDecl> software = software_keys();
+    all.insert(all.end(), software.begin(), software.end());
+    return all;
+  }();
+  return keys;
+}
 std::span<const KeyDecl> validation_keys() { return kValidationKeys; }
+
+std::vector<int> parse_grid(std::string_view text) {
+  std::vector<int> axes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t x = text.find('x', start);
+    const std::string_view part =
+        text.substr(start, x == std::string_view::npos ? std::string_view::npos : x - start);
+    int a = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), a);
+    if (part.empty() || part.size() > 6 || error != std::errc{} ||
+        end != part.data() + part.size() || a < 1) {
+      return {};
+    }
+    axes.push_back(a);
+    if (x == std::string_view::npos) break;
+    start = x + 1;
+  }
+  if (axes.size() < 2 || axes.size() > 3) return {};
+  return axes;
+}
 
 const KeyDecl* find_decl(std::span<const KeyDecl> table, std::string_view pattern) {
   for (const KeyDecl& decl : table) {
@@ -452,7 +501,10 @@ std::string allowed_text(const KeyDecl& decl) {
              " elements";
     case KeyKind::kString:
       if (decl.allowed == "order") return "permutation of tp, cp, ep, dp, pp";
+      if (decl.allowed == "grid") return "2 or 3 positive integers joined by 'x'";
       return "at most " + format_number(decl.max) + " bytes";
+    case KeyKind::kTextMap:
+      return "keys: the group's other keys";
     case KeyKind::kObject:
     case KeyKind::kScenario:
     case KeyKind::kBool:
@@ -477,6 +529,8 @@ std::string_view kind_text(const KeyDecl& decl) {
       return "string or object";
     case KeyKind::kScenario:
       return "scenario object";
+    case KeyKind::kTextMap:
+      return "object of strings";
     case KeyKind::kInteger:
       return "integer";
     case KeyKind::kNumber:
@@ -493,6 +547,8 @@ std::string_view kind_text(const KeyDecl& decl) {
           return "compute rate";
         case Dimension::kHertz:
           return "frequency";
+        case Dimension::kWatts:
+          return "power";
         case Dimension::kNone:
           return "number";
       }
@@ -580,6 +636,7 @@ std::string describe_text() {
   for (const UnitSpelling& unit : unit_spellings()) names.push_back(unit.name);
   out += join_list(names, 1000);
   out += "\n(b = bits, B = bytes; KiB..PiB are binary; bandwidths are per direction)\n";
+  out += "\n" + software_presets_text(builtin_presets());
   return out;
 }
 
@@ -609,6 +666,7 @@ std::string describe_json_text() {
                      {"factor", unit.to_base}});
   }
   out["units"] = std::move(units);
+  out["software_presets"] = software_presets_json(builtin_presets());
   return out.dump(2) + "\n";
 }
 

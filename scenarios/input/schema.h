@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ enum class KeyKind : uint8_t {
   kString,
   kEnum,         ///< one of the allowed strings
   kTextOrArray,  ///< a string, or an array whose elements "<path>/*" declares
+  /// An object of strings keyed by the parent object's other declared keys
+  /// (a software group's `sources`: mechanism -> where its value comes from).
+  kTextMap,
 };
 
 /// Whether a key must be given, and what it is when it is not.
@@ -54,17 +58,26 @@ struct KeyDecl {
   double max = 0;
   bool min_exclusive = false;
   /// kEnum / kEnumOrObject: allowed values separated by '|';
-  /// kPresetOrObject / kPresetName: the preset category ("models", "gpus", "clusters");
-  /// kString: empty, or "order" for the rank-layout permutation.
+  /// kPresetOrObject / kPresetName: the preset category ("models", "gpus", "clusters",
+  /// "software");
+  /// kString: empty, "order" for the rank-layout permutation, or "grid" for
+  /// axis lengths joined by 'x' ("16x16x24", parse_grid).
   std::string_view allowed;
   std::string_view doc;
   /// kNumber: JSON null is accepted and means "none" (the key reads as unset).
   bool nullable = false;
 };
 
+/// Axis lengths of a "grid" string ("8x16x12"); empty when it is not 2 or 3
+/// positive integers joined by 'x'.
+std::vector<int> parse_grid(std::string_view text);
+
 /// The keys of a scenario (scenario-format.md plus documented extensions),
 /// patterns relative to the scenario object.
 std::span<const KeyDecl> scenario_keys();
+
+/// The `software` section of scenario_keys() (schema_software.cc).
+std::span<const KeyDecl> software_keys();
 
 /// The keys of a validation-case file; "/cases/*/scenario" is a kScenario
 /// whose keys are scenario_keys().
@@ -95,9 +108,17 @@ std::string_view kind_text(const KeyDecl& decl);
 /// The default of a key in words: "1", "\"ring\"", "= heads", "(required)", "(none)".
 std::string default_text(const KeyDecl& decl);
 
-/// The declaration tables as text for `podsim describe` (aligned columns).
+/// The declaration tables as text for `podsim describe` (aligned columns),
+/// then every software preset's mechanisms with their sources.
 std::string describe_text();
 /// The declaration tables as one JSON document (a string, pretty-printed).
 std::string describe_json_text();
+
+class PresetLibrary;
+/// Every software preset: its source line, then "group.key = value: source"
+/// per mechanism (software_describe.cc).
+std::string software_presets_text(const PresetLibrary& presets);
+/// The same as {"<preset>": {"source", "mechanisms": [{"key", "value", "source"}]}}.
+nlohmann::json software_presets_json(const PresetLibrary& presets);
 
 }  // namespace podsim::scenarios

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "scenarios/input/run_spec.h"
+#include "scenarios/input/software_spec.h"
 #include "strategies/model.h"
 #include "strategies/plan.h"
 
@@ -14,6 +16,19 @@ namespace podsim::scenarios {
 enum class SimulationMode : uint8_t {
   kSymmetric,  ///< one representative per pipeline stage; identical ranks share work
   kEveryRank,  ///< every GPU simulated on its own
+};
+
+/// Parts of the job running below their datasheet in the simulated step
+/// (/degraded): a GPU whose compute kernels take `gpu_slowdown` times as
+/// long (thermal or power throttling), a NIC that keeps `nic_rate_fraction`
+/// of its rate. Either breaks the symmetry of the ranks, so the step is
+/// simulated with every rank. Rank -1: none.
+struct DegradedParts {
+  int64_t slow_gpu_rank = -1;
+  double gpu_slowdown = 1;
+  int64_t slow_nic_rank = -1;  ///< the NIC this GPU sends and receives through
+  double nic_rate_fraction = 1;
+  bool any() const { return slow_gpu_rank >= 0 || slow_nic_rank >= 0; }
 };
 
 /// A scenario after reading and checking: typed, units resolved, presets
@@ -26,7 +41,16 @@ struct ScenarioSpec {
   strategies::TrainingSetup training;
   strategies::ParallelPlan plan;
   strategies::ScheduleOptions options;
+  /// The training framework (scenario-format.md v1.1 `software`).
+  SoftwareSpec software;
   SimulationMode mode = SimulationMode::kSymmetric;
+  DegradedParts degraded;
+  /// What the cluster's parts fail at and where checkpoints go (for the
+  /// run above the step; the step never reads them).
+  ReliabilitySpec reliability;
+  StorageSpec storage;
+  /// The whole run: token budget, checkpoints, restarts, stragglers.
+  RunSpec run;
   /// Remarks of the reader that do not stop the run (uneven pipeline stages,
   /// tp spanning scale-up domains, ...); the report should carry them.
   std::vector<std::string> warnings;

@@ -122,6 +122,15 @@ class SpecBuilder {
   void build_training(strategies::TrainingSetup& t);
   void build_plan(strategies::ParallelPlan& p);
   void build_options(ScenarioSpec& s);
+  // The run-level keys (run_reader.cc): reliability, storage, the run.
+  void build_run(ScenarioSpec& s);
+  // Slow parts in the step (/degraded), after the job's GPU count is known.
+  void build_degraded(ScenarioSpec& s);
+  void build_software(SoftwareSpec& s);  // reader_software.cc
+  /// Where the value at `path` (a software mechanism) comes from: the group's
+  /// `sources` entry, or "set in the scenario" when an override object set
+  /// the value but not its source.
+  std::string mechanism_source(const std::string& path) const;
 
   // --- cross-field checks (reader_checks.cc) ---------------------------------
   void check_job(ScenarioSpec& s);

@@ -96,8 +96,24 @@ std::string presets_text(const PresetLibrary& presets) {
          string_value(scale_out, "nics_per_node") + " x " + format_number(nic_gbit) + " Gb/s",
          tiers});
   }
-  out += format_columns(rows, "LLRRRRL");
-  out += "\nEach preset's source: podsim presets --json\n";
+  out += format_columns(rows, "LLRRRRL") + "\n";
+
+  rows.clear();
+  rows.push_back({"SOFTWARE", "attention", "element-wise", "data parallel", "stands for"});
+  for (const std::string& name : presets.names("software")) {
+    const json& s = *presets.find("software", name);
+    const std::string source = string_value(s, "source");
+    rows.push_back({name, string_value(s["attention"], "kernel"),
+                    s["elementwise"].value("compiled", false)
+                        ? "compiled"
+                        : string_value(s["elementwise"], "norm"),
+                    string_value(s["data_parallel"], "param_gather"),
+                    source.size() > 60 ? source.substr(0, 57) + "..." : source});
+  }
+  out += format_columns(rows, "L");
+  out +=
+      "\nEach preset's source: podsim presets --json; software mechanisms and their sources: "
+      "podsim describe\n";
   return out;
 }
 

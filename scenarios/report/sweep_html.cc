@@ -19,6 +19,7 @@ using sweep_labels::cost_text;
 using sweep_labels::counts_text;
 using sweep_labels::dollars;
 using sweep_labels::duration_text;
+using sweep_labels::ettr;
 using sweep_labels::fixed;
 using sweep_labels::front_flags;
 using sweep_labels::g9;
@@ -120,6 +121,73 @@ std::string chart(const std::string& title, const std::string& x_label, const st
   return svg.finish();
 }
 
+/// Where the time to train of each of the top plans goes (their sampled
+/// runs): a stacked bar per plan and the numbers beside it.
+std::string run_breakdown_html(const SweepOutcome& o) {
+  struct Part {
+    const char* name;
+    const char* color;
+    double RunSample::*seconds;
+  };
+  const Part parts[] = {{"training", "#2ca02c", &RunSample::useful_s},
+                        {"stragglers", "#9467bd", &RunSample::straggler_s},
+                        {"lost work", "#d62728", &RunSample::lost_s},
+                        {"checkpoint stalls", "#ff7f0e", &RunSample::checkpoint_s},
+                        {"restarts", "#8c564b", &RunSample::restart_s}};
+  std::vector<size_t> shown;
+  double longest = 0;
+  for (size_t k = 0; k < o.ranked.size(); ++k) {
+    if (!o.ranked[k].run) continue;
+    shown.push_back(k);
+    longest = std::max(longest, o.ranked[k].run->mean.wall_s);
+  }
+  if (shown.empty() || longest <= 0) return "";
+  const RunReport& first = *o.ranked[shown.front()].run;
+  std::string h = "<h2>Where the time to train goes</h2>\n<p>Mean of " +
+                  std::to_string(first.samples) + " sampled runs per plan (seed " +
+                  std::to_string(first.seed) +
+                  "): interruptions from the cluster's failure rates, checkpoint saves, restarts "
+                  "(docs/goodput.md). Stragglers are left out of the sweep.</p>\n";
+  constexpr double kW = 760, kRow = 22, kLabel = 60, kTop = 28;
+  const double width = kW - kLabel - 20;
+  Svg svg(kW, kTop + kRow * static_cast<double>(shown.size()) + 10, false);
+  double lx = kLabel;
+  for (const Part& part : parts) {
+    svg.rect(lx, 6, 10, 10, part.color);
+    svg.text(lx + 14, 15, part.name, "start", 10);
+    lx += 24 + 6.5 * static_cast<double>(std::string(part.name).size());
+  }
+  for (size_t row = 0; row < shown.size(); ++row) {
+    const RunSample& mean = o.ranked[shown[row]].run->mean;
+    const double y = kTop + kRow * static_cast<double>(row);
+    svg.text(kLabel - 6, y + 13, "rank " + std::to_string(shown[row] + 1), "end", 10);
+    double x = kLabel;
+    for (const Part& part : parts) {
+      const double w = mean.*part.seconds / longest * width;
+      svg.rect(x, y + 2, w, kRow - 6, part.color);
+      x += w;
+    }
+  }
+  h += "<div class=\"charts\">\n" + svg.finish() + "</div>\n";
+  h += "<table>\n<tr><th>rank</th><th>time to train: median</th><th>90% range</th>"
+       "<th>ETTR median</th><th>interruptions</th>";
+  for (const Part& part : parts) h += std::string("<th>") + part.name + "</th>";
+  h += "</tr>\n";
+  for (size_t k : shown) {
+    const RunReport& run = *o.ranked[k].run;
+    h += "<tr><td>" + std::to_string(k + 1) + "</td><td>" +
+         xml_escape(duration_text(run.wall_s.median)) + "</td><td>" +
+         xml_escape(duration_text(run.wall_s.low)) + " .. " +
+         xml_escape(duration_text(run.wall_s.high)) + "</td><td>" + fixed(run.ettr.median, 3) +
+         "</td><td>" + fixed(run.interruptions.median, 0) + "</td>";
+    for (const Part& part : parts) {
+      h += "<td>" + xml_escape(format_percent(run.mean.*part.seconds / run.mean.wall_s)) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
 
 std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
@@ -184,7 +252,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   h += "<p>Model " + xml_escape(scenario.model.name) + ", seq_len " +
        std::to_string(scenario.training.seq_len) + ", global batch " +
        std::to_string(scenario.training.global_batch) + ". " + xml_escape(counts_text(o)) +
-       ". Time and cost to train " + tokens_text(o.tokens) + " tokens.</p>\n";
+       ". Expected time and cost to train " + tokens_text(o.tokens) +
+       " tokens, the job's failures, checkpoint saves and restarts included.</p>\n";
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
     h += "<p>Scenario's own plan (" + xml_escape(sweep_plan_label(b.candidate)) + "): ";
@@ -201,16 +270,16 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   h += "</div>\n<h2>Pareto front: time to train against cost</h2>\n<div class=\"charts\">\n";
   h += chart("Every simulated plan that fits; the front joined", "time to train (days)", cost_label,
              pareto_series, false);
-  h += "</div>\n<h2>Ranked plans</h2>\n";
+  h += "</div>\n" + run_breakdown_html(o) + "<h2>Ranked plans</h2>\n";
   const size_t shown = std::min<size_t>(o.ranked.size(), std::max<size_t>(o.top_k, 200));
-  h += "<p>The " + std::to_string(shown) + " fastest of " + std::to_string(o.ranked.size()) +
+  h += "<p>The best " + std::to_string(shown) + " of " + std::to_string(o.ranked.size()) +
        " simulated plans that fit (all of them in results.csv). Green: on the Pareto front.</p>\n";
   h += "<table>\n<tr><th>rank</th><th>GPUs</th><th class=\"l\">GPU</th><th>tp</th><th>cp</th>"
        "<th>pp</th><th>dp</th><th>ep</th><th>etp</th><th>mb</th><th "
        "class=\"l\">schedule</th><th>v</th>"
        "<th class=\"l\">recompute</th><th>zero</th><th>shard</th><th>step (s)</th>"
        "<th>tokens/s</th><th>MFU</th><th>memory</th><th>headroom</th><th>exposed comm</th>"
-       "<th>train time</th><th>cost</th></tr>\n";
+       "<th>train time</th><th>ETTR</th><th>cost</th></tr>\n";
   for (size_t k = 0; k < shown; ++k) {
     const RankedPlan& r = o.ranked[k];
     const SweepCandidate& c = o.candidates[r.index];
@@ -235,7 +304,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
          xml_escape(format_bytes(r.outcome.memory_peak_bytes)) + "</td><td>" +
          xml_escape(format_bytes(r.outcome.memory_capacity_bytes - r.outcome.memory_peak_bytes)) +
          "</td><td>" + xml_escape(format_seconds(r.outcome.exposed_comm_s)) + "</td><td>" +
-         xml_escape(duration_text(r.train_time_s)) + "</td><td>" + xml_escape(cost_text(o, r)) +
+         xml_escape(duration_text(r.train_time_s)) + "</td><td>" +
+         xml_escape(format_percent(ettr(r))) + "</td><td>" + xml_escape(cost_text(o, r)) +
          "</td></tr>\n";
   }
   h += "</table>\n<h2>Hardware targets</h2>\n<ul>\n";

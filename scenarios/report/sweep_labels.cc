@@ -109,6 +109,10 @@ std::string dollars(double v) {
 }
 
 /// "3.2 h", "12.5 days".
+double ettr(const RankedPlan& r) {
+  return r.train_time_s > 0 ? r.failure_free_time_s / r.train_time_s : 1.0;
+}
+
 std::string duration_text(double seconds) {
   if (seconds < 2 * 3600.0) return fixed(seconds / 60.0, 1) + " min";
   if (seconds < 2 * 86400.0) return fixed(seconds / 3600.0, 1) + " h";
@@ -155,7 +159,7 @@ std::vector<std::string> target_notes(const SweepOutcome& o) {
 std::string counts_text(const SweepOutcome& o) {
   return std::to_string(o.plans_total) + " valid plans: " + std::to_string(o.plans_pruned_memory) +
          " pruned by the memory bound, " + std::to_string(o.plans_skipped_by_bound) +
-         " skipped by the step-time bound (cannot reach the top " + std::to_string(o.top_k) +
+         " skipped by the bound (cannot reach the top " + std::to_string(o.top_k) +
          " of their target), " + std::to_string(o.plans_simulated) + " simulated (" +
          std::to_string(o.plans_not_fitting) + " over the memory capacity, " +
          std::to_string(o.plans_failed) + " failed)";
@@ -164,19 +168,30 @@ std::string counts_text(const SweepOutcome& o) {
 /// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
 /// notes are numbered once (target_notes).
 std::string target_text(const SweepOutcome& o, const SweepTarget& t) {
-  std::string s =
-      std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
-      (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
-      format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " +
-      (t.price_per_gpu_hour ? std::string("$") + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h"
-                            : std::string("no price")) +
-      ")";
+  std::string s = std::to_string(t.gpus) + " x " + t.gpu + " (" + std::to_string(t.cluster.nodes) +
+                  (t.cluster.nodes == 1 ? " node" : " nodes") + ", scale-up " +
+                  format_bandwidth(t.cluster.scale_up.bw_bytes_per_s) + ", " + price_text(t) + ")";
   const std::vector<std::string> notes = target_notes(o);
   for (const std::string* text : {&t.note, &t.price_source}) {
     const auto it = std::find(notes.begin(), notes.end(), *text);
     if (it != notes.end()) s += " [" + std::to_string(it - notes.begin() + 1) + "]";
   }
   return s;
+}
+
+std::vector<std::optional<size_t>> best_per_target(const SweepOutcome& o) {
+  std::vector<std::optional<size_t>> best(o.targets.size());
+  for (size_t k = 0; k < o.ranked.size(); ++k) {
+    std::optional<size_t>& b = best[o.candidates[o.ranked[k].index].target];
+    if (!b) b = k;
+  }
+  return best;
+}
+
+std::string price_text(const SweepTarget& t) {
+  if (!t.price_per_gpu_hour) return "no price";
+  return "$" + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h" +
+         (t.list_price ? " (list)" : " (reference)");
 }
 
 std::string tokens_text(double tokens) {

@@ -5,6 +5,7 @@
 // the baseline's rank in words. Internal to report/.
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ std::string si_count(double v);
 std::string dollars(double v);
 /// "3.2 h", "12.5 days".
 std::string duration_text(double seconds);
+/// Failure-free time over the expected time to train: the plan's ETTR.
+double ettr(const RankedPlan& r);
 /// Dollars when every target has a price, else GPU-hours.
 std::string cost_text(const SweepOutcome& o, const RankedPlan& r);
 /// Per ranked plan: on the Pareto front.
@@ -47,6 +50,12 @@ std::string counts_text(const SweepOutcome& o);
 /// "16 x b200 (2 nodes, NVLink 900 GB/s, $5.25/GPU-h) [1][2]": the long
 /// notes are numbered once (target_notes).
 std::string target_text(const SweepOutcome& o, const SweepTarget& t);
+/// Per target: the index into `ranked` of its fastest plan that fits, or
+/// none when no plan of the target fits.
+std::vector<std::optional<size_t>> best_per_target(const SweepOutcome& o);
+/// "$4.20/GPU-h (list)", "$5.25/GPU-h (reference)", "no price".
+std::string price_text(const SweepTarget& t);
+
 /// %.3g: "1e+12".
 std::string tokens_text(double tokens);
 

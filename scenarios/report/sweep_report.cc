@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "scenarios/input/quantity.h"
+#include "scenarios/report/run_report_format.h"
 #include "scenarios/report/sweep_labels.h"
 #include "scenarios/report/text_table.h"
 
@@ -15,16 +16,19 @@ using nlohmann::json;
 using strategies::PipelineSchedule;
 using strategies::RecomputeMode;
 using sweep_labels::baseline_rank_text;
+using sweep_labels::best_per_target;
 using sweep_labels::context_name;
 using sweep_labels::cost_text;
 using sweep_labels::counts_text;
 using sweep_labels::dollars;
 using sweep_labels::duration_text;
+using sweep_labels::ettr;
 using sweep_labels::fixed;
 using sweep_labels::front_flags;
 using sweep_labels::g9;
 using sweep_labels::kGiB;
 using sweep_labels::order_text;
+using sweep_labels::price_text;
 using sweep_labels::recompute_name;
 using sweep_labels::schedule_name;
 using sweep_labels::si_count;
@@ -52,7 +56,9 @@ json result_json(const SweepOutcome& o, size_t k, bool on_front) {
   j["bubble_fraction"] = r.outcome.bubble_fraction;
   j["step_lower_bound_s"] = r.step_lower_bound_s;
   j["train_time_s"] = r.train_time_s;
+  j["failure_free_time_s"] = r.failure_free_time_s;
   j["gpu_hours"] = r.gpu_hours;
+  if (r.run) j["run"] = run_report_to_json(*r.run);
   j["cost_usd"] = optional_number(r.cost_usd);
   j["pareto"] = on_front;
   return j;
@@ -107,10 +113,8 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
                                               const std::vector<SweepTarget>& targets,
                                               const SweepSpace& space) {
   std::vector<std::string> out;
-  const int64_t domain = targets.empty() ? 0
-                         : targets.front().cluster.scale_up.domain > 0
-                             ? targets.front().cluster.scale_up.domain
-                             : targets.front().cluster.gpus_per_node;
+  const int64_t max_tp =
+      targets.empty() ? 0 : default_max_tp(targets.front().cluster.scale_up_domain());
   const int64_t max_cp =
       space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
   auto list = [](const auto& values, auto name) {
@@ -120,7 +124,7 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
   };
   out.push_back("tp: divisors of the GPU count up to " +
                 (space.max_tp > 0 ? std::to_string(space.max_tp)
-                                  : std::to_string(domain) + " (the scale-up domain)") +
+                                  : std::to_string(max_tp) + " (the scale-up domain, at most 8)") +
                 "; cp: up to " + std::to_string(max_cp) +
                 (space.max_cp > 0 ? "" : " (seq_len/1024: at least 1,024 tokens per CP rank)") +
                 "; pp: up to " +
@@ -178,6 +182,7 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
                        {"nodes", t.cluster.nodes},
                        {"price_per_gpu_hour", optional_number(t.price_per_gpu_hour)},
                        {"price_source", t.price_source},
+                       {"list_price", t.list_price},
                        {"note", t.note}});
   }
   j["targets"] = targets;
@@ -190,6 +195,16 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
   json pareto = json::array();
   for (size_t k : o.pareto) pareto.push_back(result_json(o, k, true));
   j["pareto"] = pareto;
+  json best = json::array();
+  const std::vector<std::optional<size_t>> per_target = best_per_target(o);
+  for (size_t t = 0; t < o.targets.size(); ++t) {
+    best.push_back({{"target", t},
+                    {"gpu", o.targets[t].gpu},
+                    {"gpus", o.targets[t].gpus},
+                    {"best", per_target[t] ? result_json(o, *per_target[t], front[*per_target[t]])
+                                           : json(nullptr)}});
+  }
+  j["best_per_target"] = best;
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
     json bj;
@@ -221,7 +236,7 @@ std::string sweep_csv(const SweepOutcome& o) {
       "schedule,"
       "virtual_stages,recompute,context,order,step_time_s,tokens_per_s,mfu,memory_peak_gib,"
       "memory_headroom_gib,exposed_comm_s,bubble_fraction,step_lower_bound_s,train_time_days,"
-      "gpu_hours,cost_usd,pareto\n";
+      "gpu_hours,cost_usd,pareto,failure_free_days\n";
   const std::vector<bool> front = front_flags(o);
   for (size_t k = 0; k < o.ranked.size(); ++k) {
     const RankedPlan& r = o.ranked[k];
@@ -258,7 +273,8 @@ std::string sweep_csv(const SweepOutcome& o) {
         g9(r.train_time_s / 86400.0),
         g9(r.gpu_hours),
         r.cost_usd ? g9(*r.cost_usd) : std::string(),
-        front[k] ? "true" : "false"};
+        front[k] ? "true" : "false",
+        g9(r.failure_free_time_s / 86400.0)};
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
       out += cells[i];
@@ -270,10 +286,32 @@ std::string sweep_csv(const SweepOutcome& o) {
 
 namespace {
 
+// Each target's fastest plan side by side: which hardware, at what cost.
+std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
+  std::vector<std::vector<std::string>> rows{{"GPUs", "type", "plan", "step", "tokens/s/GPU", "MFU",
+                                              "price", "train time", "cost", "rank"}};
+  const std::vector<std::optional<size_t>> best = best_per_target(o);
+  for (size_t t = 0; t < o.targets.size(); ++t) {
+    const SweepTarget& target = o.targets[t];
+    if (!best[t]) {
+      rows.push_back({std::to_string(target.gpus), target.gpu, "no plan fits", "", "", "",
+                      price_text(target), "", "", ""});
+      continue;
+    }
+    const RankedPlan& r = o.ranked[*best[t]];
+    rows.push_back({std::to_string(target.gpus), target.gpu,
+                    sweep_plan_label(o.candidates[r.index]), format_seconds(r.outcome.step_time_s),
+                    si_count(r.outcome.tokens_per_s / static_cast<double>(target.gpus)),
+                    format_percent(r.outcome.mfu), price_text(target),
+                    duration_text(r.train_time_s), cost_text(o, r), std::to_string(*best[t] + 1)});
+  }
+  return rows;
+}
+
 std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t limit) {
   std::vector<std::vector<std::string>> rows{{"rank", "GPUs", "GPU", "plan", "step", "tokens/s",
                                               "MFU", "memory", "headroom", "exposed comm",
-                                              "train time", "cost", "front"}};
+                                              "train time", "ETTR", "cost", "front"}};
   const std::vector<bool> front = front_flags(o);
   for (size_t k = 0; k < o.ranked.size() && k < limit; ++k) {
     const RankedPlan& r = o.ranked[k];
@@ -284,7 +322,7 @@ std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t l
                     format_percent(r.outcome.mfu), format_bytes(r.outcome.memory_peak_bytes),
                     format_bytes(r.outcome.memory_capacity_bytes - r.outcome.memory_peak_bytes),
                     format_seconds(r.outcome.exposed_comm_s), duration_text(r.train_time_s),
-                    cost_text(o, r), front[k] ? "*" : ""});
+                    format_percent(ettr(r)), cost_text(o, r), front[k] ? "*" : ""});
   }
   return rows;
 }
@@ -298,7 +336,9 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
          ", global batch " + std::to_string(scenario.training.global_batch) + "\n";
   for (const SweepTarget& t : o.targets) out += "target: " + target_text(o, t) + "\n";
   out += counts_text(o) + "\n";
-  out += "time and cost to train " + tokens_text(o.tokens) + " tokens (--tokens); cost in " +
+  out += "expected time and cost to train " + tokens_text(o.tokens) +
+         " tokens (--tokens), the job's failures, checkpoint saves and restarts included "
+         "(docs/goodput.md; ETTR = failure-free time / time); cost in " +
          (o.cost_in_dollars ? "dollars" : "GPU-hours (no price for every GPU)") + "\n\n";
   if (o.plans_total == 0) {
     out +=
@@ -309,8 +349,8 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
     out += "No plan fits in memory.\n";
   } else {
     out += "Top " + std::to_string(std::min(o.top_k, o.ranked.size())) +
-           " by step time (front: on the Pareto front of time against cost)\n";
-    out += format_columns(table_rows(o, o.top_k), "RRLLRRRRRRRRL") + "\n";
+           " by expected time to train (front: on the Pareto front of time against cost)\n";
+    out += format_columns(table_rows(o, o.top_k), "RRLLRRRRRRRRRL") + "\n";
     out += "Pareto front (time to train vs cost):";
     for (size_t k : o.pareto) {
       const RankedPlan& r = o.ranked[k];
@@ -320,6 +360,12 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
              duration_text(r.train_time_s) + ", " + cost_text(o, r);
     }
     out += "\n";
+    if (o.targets.size() > 1) {
+      out +=
+          "\nBest plan per hardware target (price: list = a public list price from the "
+          "cluster preset, reference = podsim's comparison price)\n";
+      out += format_columns(best_rows(o), "RLLRRRLRRR") + "\n";
+    }
   }
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;

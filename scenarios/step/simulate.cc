@@ -14,6 +14,7 @@
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -190,7 +191,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 }  // namespace
 
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
@@ -205,7 +206,9 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   if (!hardware.ok()) return hardware.problems();
   const hwmodels::GpuModel& gpu = hardware.value().gpu;
   const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
-  const SimulationMode mode = options.mode.value_or(spec.mode);
+  // A degraded part breaks the ranks' symmetry: every rank is simulated.
+  const SimulationMode mode =
+      spec.degraded.any() ? SimulationMode::kEveryRank : options.mode.value_or(spec.mode);
   strategies::BuildResult built = strategies::build_schedule(
       job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
                                               : strategies::Scope::kRepresentatives);
@@ -220,7 +223,30 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   if (!problems.empty()) return problems;
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
-  detail.timeline = simulate_schedule(schedule, {gpu, fabric, collectives});
+  Degradation degradation;
+  // The reader checked the ranks against the scenario's job; a plan made
+  // from it (a sweep's) may have fewer GPUs.
+  for (const auto& [path, rank] : {std::pair{"/degraded/gpu/rank", spec.degraded.slow_gpu_rank},
+                                   std::pair{"/degraded/nic/rank", spec.degraded.slow_nic_rank}}) {
+    if (rank >= spec.gpus) {
+      return std::vector<Problem>{{path,
+                                   "rank " + std::to_string(rank) + " is not in the job (" +
+                                       std::to_string(spec.gpus) + " GPUs)",
+                                   "give a rank from 0 to " + std::to_string(spec.gpus - 1)}};
+    }
+  }
+  if (spec.degraded.slow_gpu_rank >= 0) {
+    degradation.gpu_slowdown[spec.degraded.slow_gpu_rank] = spec.degraded.gpu_slowdown;
+  }
+  if (spec.degraded.slow_nic_rank >= 0) {
+    if (fabric.nic_of(spec.degraded.slow_nic_rank) < 0) {
+      return std::vector<Problem>{{"/degraded/nic", "the cluster has no scale-out NICs",
+                                   "remove /degraded/nic or give the cluster a scale_out"}};
+    }
+    degradation.nic_rate_fraction[spec.degraded.slow_nic_rank] = spec.degraded.nic_rate_fraction;
+  }
+  detail.timeline = simulate_schedule(
+      schedule, {gpu, fabric, collectives, kernel_implementation(spec), &degradation});
   const StepTimeline& timeline = detail.timeline;
 
   Report& report = detail.report;

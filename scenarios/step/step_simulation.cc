@@ -167,7 +167,10 @@ void add_role(WorkCost& cost, OpRole role, double seconds) {
   }
 }
 
-WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int64_t rank) {
+/// `slowdown` stretches the work's compute ops (a slow GPU, or a peer of one
+/// through an in-task collective).
+WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int64_t rank,
+                    double slowdown = 1.0) {
   const strategies::Work& w = schedule.works[static_cast<size_t>(work)];
   WorkCost cost;
   // DualPipe's overlapped pair: its EP transfers run on their own SMs beside
@@ -206,7 +209,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const Op& comm = op.kind == OpKind::kCollective ? op : seg.ops[j];
         const Op& compute = op.kind == OpKind::kCollective ? seg.ops[j] : op;
         const size_t compute_index = op.kind == OpKind::kCollective ? j : i;
-        const double alone = pricer.op_time(work, s, compute_index);
+        const double alone = slowdown * pricer.op_time(work, s, compute_index);
         const double tx = pricer.collective_time(comm, group_of(comm.collective));
         const double share = pricer.comm_sm_share(comm.collective, group_of(comm.collective));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
@@ -215,7 +218,8 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] += count * exposed;
         cost.hidden_comm_s += count * std::min(tx, tc);
-        add_moe(cost, compute, count * tc, count * pricer.imbalance_time(work, s, compute_index));
+        add_moe(cost, compute, count * tc,
+                count * slowdown * pricer.imbalance_time(work, s, compute_index));
         add_moe(cost, comm, count * exposed,
                 count * exposed * (1 - 1 / std::max(1.0, comm.imbalance)));
         continue;
@@ -233,9 +237,9 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
         add_moe(cost, op, count * tx, count * tx * (1 - 1 / std::max(1.0, op.imbalance)));
       } else {
-        const double t = pricer.op_time(work, s, i);
+        const double t = slowdown * pricer.op_time(work, s, i);
         add_role(cost, op.role, count * t);
-        add_moe(cost, op, count * t, count * pricer.imbalance_time(work, s, i));
+        add_moe(cost, op, count * t, count * slowdown * pricer.imbalance_time(work, s, i));
       }
     }
   }
@@ -255,6 +259,43 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   cost.duration_s = cost.compute_s + cost.recompute_s + cost.optimizer_s;
   for (double e : cost.exposed_comm_s) cost.duration_s += e;
   return cost;
+}
+
+/// How many times as long `work`'s compute takes on `rank`: its own GPU's
+/// slowdown, or that of the slowest member of any group the work has an
+/// in-task collective on (the collective waits for it, op by op).
+double work_slowdown(const Schedule& schedule, const Degradation& degradation, int32_t work,
+                     int64_t rank) {
+  auto slowdown_of = [&](int64_t r) {
+    const auto it = degradation.gpu_slowdown.find(r);
+    return it == degradation.gpu_slowdown.end() ? 1.0 : it->second;
+  };
+  double slowdown = slowdown_of(rank);
+  std::array<bool, strategies::kDims> seen{};
+  for (const strategies::Segment& seg : schedule.works[static_cast<size_t>(work)].segments) {
+    for (const Op& op : seg.ops) {
+      if (op.kind != OpKind::kCollective) continue;
+      const auto dim = static_cast<size_t>(op.collective.dim);
+      if (seen[dim]) continue;
+      seen[dim] = true;
+      for (const int64_t member : schedule.layout.group(rank, group_kind_of(op.collective.dim))) {
+        slowdown = std::max(slowdown, slowdown_of(member));
+      }
+    }
+  }
+  return slowdown;
+}
+
+/// Capacity factors of the fabric's links (empty: all healthy).
+std::vector<double> link_factors(const hwmodels::Fabric& fabric, const Degradation& degradation) {
+  if (degradation.nic_rate_fraction.empty()) return {};
+  std::vector<double> factors(fabric.link_count(), 1.0);
+  for (const auto& [rank, fraction] : degradation.nic_rate_fraction) {
+    for (const uint32_t l : fabric.nic_links(fabric.nic_of(rank))) {
+      factors[l] = std::min(factors[l], fraction);
+    }
+  }
+  return factors;
 }
 
 /// Shifts of the (tp, cp, dp) coordinates: the symmetries of a schedule in
@@ -388,6 +429,11 @@ WorkCost cost_work(const Schedule& schedule, const StepHardware& hardware, int32
 StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware) {
   const std::vector<Task>& tasks = schedule.tasks;
   const bool symmetric = schedule.scope == strategies::Scope::kRepresentatives;
+  static const Degradation kHealthy;
+  const Degradation& degradation = hardware.degradation ? *hardware.degradation : kHealthy;
+  if (symmetric && !degradation.empty()) {
+    throw std::logic_error("a degraded part breaks the symmetry: simulate every rank");
+  }
   StepTimeline out;
   out.task_cost.assign(tasks.size(), StepTimeline::kNoCost);
 
@@ -397,14 +443,15 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   // dependency per schedule edge plus one per stream predecessor.
   engine.reserve(tasks.size() + tasks.size() / 16,
                  schedule.deps.size() + tasks.size() + tasks.size() / 8);
-  const hwmodels::FabricInstance fabric = hardware.fabric.instantiate(engine);
+  const hwmodels::FabricInstance fabric =
+      hardware.fabric.instantiate(engine, link_factors(hardware.fabric, degradation));
   Pricer pricer(schedule, hardware);
   Images images(schedule.layout, schedule.job.plan);
   ImageCounter counter(images, fabric);
 
-  // Work costs by (work, the rank's TP/CP/EP groups): ranks whose groups
-  // coincide share them.
-  std::map<std::tuple<int32_t, int64_t, int64_t, int64_t, int64_t>, uint32_t> cost_index;
+  // Work costs by (work, the rank's TP/CP/EP/expert-TP groups, its slowdown):
+  // ranks whose groups coincide share them.
+  std::map<std::tuple<int32_t, int64_t, int64_t, int64_t, int64_t, uint64_t>, uint32_t> cost_index;
   std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
   std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
   // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
@@ -475,11 +522,15 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
     for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
       const Task& task = tasks[id];
       if (task.work >= 0) {
-        const auto key = std::tuple_cat(std::make_tuple(task.work), rank_groups);
+        const double slowdown = degradation.gpu_slowdown.empty()
+                                    ? 1.0
+                                    : work_slowdown(schedule, degradation, task.work, rank);
+        const auto key = std::tuple_cat(std::make_tuple(task.work), rank_groups,
+                                        std::make_tuple(bits_of(slowdown)));
         auto it = cost_index.find(key);
         if (it == cost_index.end()) {
           it = cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
-          out.costs.push_back(price_work(schedule, pricer, task.work, rank));
+          out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
         }
         out.task_cost[id] = it->second;
         const sim::ActivityId a =

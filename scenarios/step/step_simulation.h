@@ -2,11 +2,13 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "hwmodels/collectives.h"
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
+#include "hwmodels/kernel_implementation.h"
 #include "sim/engine.h"
 #include "strategies/schedule.h"
 
@@ -78,15 +80,36 @@ struct StepTimeline {
   static constexpr uint32_t kNoCost = UINT32_MAX;
 };
 
+/// Parts slower than the hardware models say (stragglers), by rank. Only an
+/// every-rank schedule can carry them: they break the ranks' symmetry.
+/// - A slow GPU's compute ops take `factor` times as long; so do those of
+///   every rank sharing an in-task (TP, CP, EP) collective of the work with
+///   it, since each such collective waits for all its members, op by op.
+///   Flows (pipeline sends, data-parallel syncs) wait for it through the
+///   schedule's dependencies.
+/// - A slow NIC's links to and from its switch keep `fraction` of their
+///   capacity: the flows crossing it (data-parallel syncs, ZeRO gathers,
+///   pipeline sends) slow down. In-task collectives keep their alone-on-the-
+///   fabric price.
+struct Degradation {
+  std::map<int64_t, double> gpu_slowdown;       ///< rank -> factor >= 1
+  std::map<int64_t, double> nic_rate_fraction;  ///< rank whose NIC -> fraction in (0, 1]
+  bool empty() const { return gpu_slowdown.empty() && nic_rate_fraction.empty(); }
+};
+
 /// The hardware a schedule runs on.
 struct StepHardware {
   const hwmodels::GpuModel& gpu;
   const hwmodels::Fabric& fabric;
   const hwmodels::CollectiveParams& collectives;
+  /// The training framework's kernels and host costs.
+  hwmodels::KernelImplementation kernels = {};
+  const Degradation* degradation = nullptr;  ///< null: every part at its model's speed
 };
 
 /// Prices and runs `schedule` on a fresh engine. Throws std::logic_error if
-/// the engine deadlocks (a schedule bug, reported with the stuck tasks).
+/// the engine deadlocks (a schedule bug, reported with the stuck tasks) or
+/// if a degradation is given for a schedule of representatives.
 StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware);
 
 /// What `work` costs when run by `rank` (its TP/CP/EP groups price the

@@ -56,6 +56,7 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
   std::vector<Level> out;
   const int64_t per_node = std::max(1, cluster.gpus_per_node);
   const int64_t total = cluster.total_gpus();
+  const int64_t domain = std::max(1, cluster.scale_up_domain());
   auto add = [&](int64_t gpus) {
     if (gpus <= 0 || gpus >= total) return;
     if (!out.empty() && (gpus <= out.back().gpus || gpus % out.back().gpus != 0)) return;
@@ -63,10 +64,15 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
     l.gpus = gpus;
     l.cluster = cluster;
     l.cluster.nodes = static_cast<int>(std::max<int64_t>(1, (gpus + per_node - 1) / per_node));
+    // A torus block is whole slices (a smaller one would be another grid).
+    if (cluster.scale_up.topology == hwmodels::ScaleUpTopology::kTorus) {
+      if (gpus % domain != 0) return;
+      l.cluster.slices = static_cast<int>(gpus / domain);
+    }
     if (!hwmodels::Fabric::validate(l.cluster).empty()) return;  // price on the whole fabric
     out.push_back(std::move(l));
   };
-  add(cluster.scale_up.domain > 0 ? cluster.scale_up.domain : per_node);
+  add(domain);
   for (const hwmodels::TierSpec& tier : cluster.scale_out.tiers) {
     if (tier.nodes > 0) add(static_cast<int64_t>(tier.nodes) * per_node);
   }

@@ -16,10 +16,16 @@ std::optional<ScaleUpFacts> scale_up_facts(std::string_view gpu_preset) {
                         "NVLink4 450 GB/s per direction [S25][S13]; efficiency 370/450, NVIDIA's "
                         "effective NVLink bandwidth (nccl-tests #212 [S40], hardware.md 3.2)"};
   }
-  if (gpu_preset == "b200") {
+  if (gpu_preset == "b200" || gpu_preset == "b300" || gpu_preset == "gb200" ||
+      gpu_preset == "gb300") {
     return ScaleUpFacts{900e9, 682.2 / 900.0,
                         "NVLink5 900 GB/s per direction [S25][S13]; efficiency 682.2/900, 8x B200 "
                         "ring all-reduce busbw at 8 GiB ([S25], hardware.md 3.2)"};
+  }
+  if (gpu_preset == "h800-sxm-80g") {
+    return ScaleUpFacts{200e9, 0.8,
+                        "H800's NVLink4 cut to 8 links, 200 GB/s per direction; efficiency "
+                        "160/200, DeepSeek's measured NVLink bandwidth (docs/hardware.md [N16])"};
   }
   return std::nullopt;
 }

@@ -17,8 +17,10 @@ struct ScaleUpFacts {
   double efficiency = 1.0;
   std::string source;
 };
-/// Known for a100-sxm-80g, h100-sxm-80g, h200-sxm-141g and b200; nullopt for
-/// others (the cluster's own scale-up is kept then).
+/// Known for the NVSwitch GPUs (A100, H100, H200, H800, B200, B300, GB200,
+/// GB300); nullopt for others (the cluster's own scale-up is kept then: a
+/// mesh GPU or a TPU is compared in its own network through its cluster
+/// preset).
 std::optional<ScaleUpFacts> scale_up_facts(std::string_view gpu_preset);
 
 /// A reference price in dollars per GPU-hour.

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "scenarios/step/software.h"
 #include "strategies/job.h"
 
 namespace podsim::scenarios {
@@ -45,9 +46,8 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
   for (size_t ti = 0; ti < targets.size(); ++ti) {
     const SweepTarget& target = targets[ti];
     const int64_t g = target.gpus;
-    const int64_t domain = target.cluster.scale_up.domain > 0 ? target.cluster.scale_up.domain
-                                                              : target.cluster.gpus_per_node;
-    const int64_t max_tp = space.max_tp > 0 ? space.max_tp : std::max<int64_t>(1, domain);
+    const int64_t max_tp =
+        space.max_tp > 0 ? space.max_tp : default_max_tp(target.cluster.scale_up_domain());
     const int64_t max_cp =
         space.max_cp > 0 ? space.max_cp : std::max<int64_t>(1, scenario.training.seq_len / 1024);
     const int64_t max_pp = space.max_pp > 0 ? space.max_pp : layers;
@@ -122,7 +122,8 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                       p.schedule = schedule;
                       p.virtual_stages = v;
                       p.recompute = strategies::Recompute{rc, 0};
-                      strategies::Job job{model, scenario.training, p, scenario.options};
+                      strategies::Job job = job_of(scenario, p);
+                      job.model = model;
                       job.training.micro_batch = mb;
                       if (strategies::validate(job).empty()) out.push_back(c);
                     }

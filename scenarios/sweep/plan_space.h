@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -13,10 +14,19 @@ namespace podsim::scenarios {
 // parallel degrees, micro-batch sizes, schedules, recompute and sharding
 // that strategies::validate accepts, in one canonical order.
 
+/// The largest TP degree tried by default: the scale-up domain (TP across
+/// the network is never competitive), at most 8, since a 72-GPU NVLink rack
+/// or a TPU slice would otherwise multiply the space with degrees no recipe
+/// uses (Megatron-Bridge's NVL72 recipes run TP <= 4, MaxText's TPU recipes
+/// TP <= 8; docs/sweep.md).
+inline int64_t default_max_tp(int64_t scale_up_domain) {
+  return std::clamp<int64_t>(scale_up_domain, 1, 8);
+}
+
 /// Which plans a sweep enumerates. The defaults are in docs/sweep.md.
 struct SweepSpace {
-  /// Largest tensor-parallel degree; 0 = the cluster's scale-up domain
-  /// (TP across the network is never competitive).
+  /// Largest tensor-parallel degree; 0 = default_max_tp of the target's
+  /// scale-up domain.
   int64_t max_tp = 0;
   /// Largest context-parallel degree; 0 = seq_len / 1024 (at least 1,024
   /// tokens per CP rank), at least 1.

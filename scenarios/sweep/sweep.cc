@@ -13,8 +13,12 @@
 #include <vector>
 
 #include "hwmodels/fabric.h"
+#include "scenarios/run/run_model.h"
+#include "scenarios/run/run_report.h"
+#include "scenarios/run/run_sampler.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
@@ -82,7 +86,7 @@ void parallel_for(size_t count, unsigned threads, Work work) {
   for (std::thread& t : pool) t.join();
 }
 
-/// The K best step times of one target so far (ascending).
+/// The K best times to train of one target so far (ascending).
 class TopTimes {
  public:
   explicit TopTimes(size_t k) : k_(k) {}
@@ -184,8 +188,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
     return *b;
   };
-  auto job_of = [&](const SweepCandidate& c) {
-    strategies::Job job{scenario.model, scenario.training, c.plan, scenario.options};
+  auto candidate_job = [&](const SweepCandidate& c) {
+    strategies::Job job = job_of(scenario, c.plan);
     job.training.micro_batch = c.micro_batch;
     return job;
   };
@@ -198,7 +202,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const size_t i = mine[j];
       const SweepCandidate& c = out.candidates[i];
       const PlanBounds::Bounds b =
-          bounds_or_none([&]() { return bounder(worker, c.target).quick(job_of(c)); });
+          bounds_or_none([&]() { return bounder(worker, c.target).quick(candidate_job(c)); });
       PlanScreen& s = out.screens[i];
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit;
@@ -244,12 +248,32 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     break;
   }
 
+  // Plans are ranked by their expected time to train (scenarios/run/): the
+  // steps plus what the job's failures, saves and restarts add. Within a
+  // target that grows with the step time, and no plan can beat the bound of
+  // train_time_bound, so skipping by it keeps the top K.
+  std::vector<TrainTimeBound> bounds;
+  for (const SweepTarget& t : out.targets) {
+    bounds.push_back(
+        train_time_bound(candidate_scenario(scenario, t, SweepCandidate{}), options.tokens));
+  }
+  auto train_time_s = [&](const SweepCandidate& c, double step_time_s) {
+    const ScenarioSpec spec = candidate_scenario(scenario, out.targets[c.target], c);
+    return expected_wall_s(run_model(spec, options.tokens, step_time_s, step_time_s).inputs);
+  };
+  auto train_time_bound_s = [&](size_t i) {
+    return bounds[out.candidates[i].target].at(out.screens[i].step_lower_bound_s);
+  };
+  std::vector<double> train_times(n, 0.0);
+  std::optional<double> baseline_train_time;
+  if (out.baseline && out.baseline->outcome.error.empty()) {
+    baseline_train_time = train_time_s(out.baseline->candidate, out.baseline->outcome.step_time_s);
+  }
   std::vector<TopTimes> top(out.targets.size(), TopTimes(options.top_k));
   auto threshold = [&](uint32_t target) {
     double t = top[target].threshold();
-    if (options.exact_baseline_rank && out.baseline && out.baseline->target == target &&
-        out.baseline->outcome.error.empty()) {
-      t = std::max(t, out.baseline->outcome.step_time_s);
+    if (options.exact_baseline_rank && baseline_train_time && out.baseline->target == target) {
+      t = std::max(t, *baseline_train_time);
     }
     return t;
   };
@@ -262,7 +286,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     } else if (!o.fits) {
       ++out.plans_not_fitting;
     } else {
-      top[out.candidates[i].target].add(o.step_time_s);
+      train_times[i] = train_time_s(out.candidates[i], o.step_time_s);
+      top[out.candidates[i].target].add(train_times[i]);
     }
   };
   for (size_t i = 0; i < n; ++i) {
@@ -289,8 +314,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     while (!queue.empty() && to_refine.size() < max_refine && to_simulate.size() < max_simulate) {
       const size_t i = queue.begin()->second;
       queue.erase(queue.begin());
-      if (options.use_bounds &&
-          out.screens[i].step_lower_bound_s > threshold(out.candidates[i].target)) {
+      if (options.use_bounds && train_time_bound_s(i) > threshold(out.candidates[i].target)) {
         ++skipped;
         continue;
       }
@@ -310,7 +334,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const SweepCandidate& c = out.candidates[i];
       if (k < to_refine.size()) {
         const PlanBounds::Bounds b =
-            bounds_or_none([&]() { return bounder(worker, c.target).refined(job_of(c)); });
+            bounds_or_none([&]() { return bounder(worker, c.target).refined(candidate_job(c)); });
         PlanScreen& s = out.screens[i];
         s.refined = true;
         s.memory_lower_bound_bytes = std::max(s.memory_lower_bound_bytes, b.memory_bytes);
@@ -365,17 +389,25 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     r.index = i;
     r.outcome = outcomes[i];
     r.step_lower_bound_s = out.screens[i].step_lower_bound_s;
-    r.train_time_s = r.outcome.tokens_per_s > 0 ? options.tokens / r.outcome.tokens_per_s : 0.0;
+    r.train_time_s = train_times[i];
+    r.failure_free_time_s =
+        r.outcome.tokens_per_s > 0 ? options.tokens / r.outcome.tokens_per_s : 0.0;
     r.gpu_hours = r.train_time_s / 3600.0 * static_cast<double>(t.gpus);
     if (t.price_per_gpu_hour) r.cost_usd = r.gpu_hours * *t.price_per_gpu_hour;
     out.ranked.push_back(std::move(r));
   }
   std::sort(out.ranked.begin(), out.ranked.end(), [](const RankedPlan& a, const RankedPlan& b) {
-    if (a.outcome.step_time_s != b.outcome.step_time_s) {
-      return a.outcome.step_time_s < b.outcome.step_time_s;
-    }
+    if (a.train_time_s != b.train_time_s) return a.train_time_s < b.train_time_s;
     return a.index < b.index;
   });
+  for (size_t k = 0; k < out.ranked.size() && k < options.top_k; ++k) {
+    RankedPlan& r = out.ranked[k];
+    const SweepCandidate& c = out.candidates[r.index];
+    const ScenarioSpec spec = candidate_scenario(scenario, out.targets[c.target], c);
+    r.run =
+        sample_runs(run_model(spec, options.tokens, r.outcome.step_time_s, r.outcome.step_time_s),
+                    scenario.run.samples, scenario.run.seed);
+  }
   out.cost_in_dollars = std::all_of(out.ranked.begin(), out.ranked.end(),
                                     [](const RankedPlan& r) { return r.cost_usd.has_value(); });
   double cheapest = std::numeric_limits<double>::infinity();
@@ -387,22 +419,21 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       out.pareto.push_back(k);
     }
   }
-  if (out.baseline && out.baseline->outcome.error.empty()) {
+  if (baseline_train_time) {
     // Ahead of the baseline: the simulated plans that beat it (ties go to
     // the canonical order, a baseline outside the space last), and at most
     // every skipped plan whose bound does not rule that out.
     SweepOutcome::Baseline& b = *out.baseline;
-    const double time = b.outcome.step_time_s;
+    const double time = *baseline_train_time;
     uint64_t ahead = 0, maybe = 0;
     for (const RankedPlan& r : out.ranked) {
       if (b.index && r.index == *b.index) continue;
-      const bool before = r.outcome.step_time_s < time ||
-                          (r.outcome.step_time_s == time && (!b.index || r.index < *b.index));
+      const bool before =
+          r.train_time_s < time || (r.train_time_s == time && (!b.index || r.index < *b.index));
       ahead += before ? 1 : 0;
     }
     for (size_t i = 0; i < n; ++i) {
-      if (simulated[i] == 0 && !out.screens[i].pruned_memory &&
-          out.screens[i].step_lower_bound_s <= time) {
+      if (simulated[i] == 0 && !out.screens[i].pruned_memory && train_time_bound_s(i) <= time) {
         ++maybe;
       }
     }

@@ -8,6 +8,7 @@
 
 #include "scenarios/input/problem.h"
 #include "scenarios/input/spec.h"
+#include "scenarios/run/run_report.h"
 #include "scenarios/sweep/plan_space.h"
 #include "scenarios/sweep/targets.h"
 
@@ -63,9 +64,16 @@ struct RankedPlan {
   uint64_t index = 0;  ///< candidate index
   PlanOutcome outcome;
   double step_lower_bound_s = 0;
-  double train_time_s = 0;  ///< time to train SweepOptions::tokens
+  /// Expected wall-clock time to train SweepOptions::tokens: the steps, and
+  /// the job's interruptions, checkpoint saves and restarts (scenarios/run/;
+  /// stragglers left out: their step would need a second simulation).
+  double train_time_s = 0;
+  double failure_free_time_s = 0;  ///< the steps alone
   double gpu_hours = 0;
   std::optional<double> cost_usd;
+  /// The plan's run sampled (the scenario's /run samples and seed): where
+  /// the time to train goes, and its spread. The top K plans only.
+  std::optional<RunReport> run;
 };
 
 /// Lets the processes of a partitioned sweep share what each computed:

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "hwmodels/fabric.h"
 #include "scenarios/input/presets.h"
 #include "scenarios/input/reader.h"
 #include "scenarios/sweep/hardware_facts.h"
@@ -15,11 +16,37 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+// The fewest slices, each a whole number of hosts, that a torus pod's chips
+// split into with every slice a valid torus (inside the largest slice).
+std::optional<int> fewest_slices(hwmodels::ClusterSpec cluster) {
+  for (int m = 1; m <= cluster.nodes; ++m) {
+    if (cluster.nodes % m != 0) continue;
+    cluster.slices = m;
+    if (hwmodels::Fabric::validate(cluster).empty()) return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-Result<SweepGpu> sweep_gpu_preset(const std::string& name) {
-  // Any cluster preset carries the GPU key; only the GPU is kept.
-  const std::vector<std::string> clusters = builtin_presets().names("clusters");
+Result<SweepHardware> sweep_hardware_preset(const std::string& name) {
+  const PresetLibrary& presets = builtin_presets();
+  if (presets.find("clusters", name) != nullptr) {
+    Result<hwmodels::ClusterSpec> c = read_cluster_json(nlohmann::json(name));
+    if (!c.ok()) return c.problems();
+    return SweepHardware{name, c.value().gpu, c.value()};
+  }
+  // A GPU preset: any cluster preset carries the GPU key; only the GPU is kept.
+  const std::vector<std::string> clusters = presets.names("clusters");
   if (clusters.empty()) {
     return std::vector<Problem>{{"/sweep/gpu", "no cluster presets are built in", ""}};
   }
@@ -28,16 +55,21 @@ Result<SweepGpu> sweep_gpu_preset(const std::string& name) {
   if (!c.ok()) {
     std::vector<Problem> problems = c.problems();
     for (Problem& p : problems) {
-      if (p.path.rfind("/cluster/gpu", 0) == 0) p.path = "/sweep/gpu-types" + p.path.substr(12);
+      if (p.path.rfind("/cluster/gpu", 0) == 0) {
+        p.path = "/sweep/gpu-types" + p.path.substr(12);
+        p.hint += std::string(p.hint.empty() ? "" : "; ") + "or name a cluster preset (" +
+                  join_names(clusters) + ")";
+      }
     }
     return problems;
   }
-  return SweepGpu{name, c.value().gpu};
+  return SweepHardware{name, c.value().gpu, std::nullopt};
 }
 
 Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,
-                                      const std::optional<SweepGpu>& gpu) {
-  const hwmodels::ClusterSpec& base = scenario.cluster;
+                                      const std::optional<SweepHardware>& hardware) {
+  const bool whole_cluster = hardware.has_value() && hardware->cluster.has_value();
+  const hwmodels::ClusterSpec& base = whole_cluster ? *hardware->cluster : scenario.cluster;
   if (gpus < 1) {
     return std::vector<Problem>{
         {"/sweep/gpus", "GPU count must be at least 1, got " + std::to_string(gpus), ""}};
@@ -48,7 +80,8 @@ Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus
   if (gpus > base.gpus_per_node && gpus % base.gpus_per_node != 0) {
     return std::vector<Problem>{{"/sweep/gpus",
                                  std::to_string(gpus) + " GPUs is not a whole number of " +
-                                     std::to_string(base.gpus_per_node) + "-GPU nodes",
+                                     std::to_string(base.gpus_per_node) + "-GPU nodes" +
+                                     (whole_cluster ? " of " + hardware->name : ""),
                                  "use a multiple of gpus_per_node"}};
   }
   SweepTarget t;
@@ -57,24 +90,45 @@ Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus
   t.cluster.nodes = static_cast<int>(ceil_div(gpus, base.gpus_per_node));
   t.gpu = base.gpu.name;
   std::string note;
-  const bool swapped = gpu.has_value() && gpu->name != base.gpu.name;
-  if (swapped) {
-    t.gpu = gpu->name;
-    t.cluster.gpu = gpu->spec;
-    note = gpu->name + " GPUs in the scenario's cluster (network, tiers and latencies kept";
-    if (const std::optional<ScaleUpFacts> link = scale_up_facts(gpu->name)) {
+  const bool swapped = hardware.has_value() && !whole_cluster && hardware->name != base.gpu.name;
+  if (whole_cluster) {
+    t.gpu = hardware->name;
+    note = hardware->name + " as its preset has it (its own scale-up and scale-out network)";
+    if (base.scale_up.topology == hwmodels::ScaleUpTopology::kTorus) {
+      const std::optional<int> slices = fewest_slices(t.cluster);
+      if (!slices) {
+        return std::vector<Problem>{{"/sweep/gpus",
+                                     std::to_string(gpus) + " chips do not split into slices of " +
+                                         hardware->name +
+                                         " (whole hosts, each slice a torus "
+                                         "inside the pod's largest slice)",
+                                     "use a count of whole hosts that divides into such slices"}};
+      }
+      t.cluster.slices = *slices;
+      if (*slices > 1) {
+        note += "; " + std::to_string(*slices) + " slices joined over the data-centre network";
+      }
+    }
+  } else if (swapped) {
+    t.gpu = hardware->name;
+    t.cluster.gpu = hardware->spec;
+    note = hardware->name + " GPUs in the scenario's cluster (network, tiers and latencies kept";
+    if (const std::optional<ScaleUpFacts> link = scale_up_facts(hardware->name)) {
       t.cluster.scale_up.bw_bytes_per_s = link->bw_bytes_per_s;
       t.cluster.scale_up.efficiency = link->efficiency;
       note += "; scale-up link from " + link->source;
     } else {
       note += "; scale-up link kept: no data for this GPU's own";
     }
-    note += std::string("; NVLS ") + (gpu->spec.has_nvls ? "on" : "off") + " from the GPU preset)";
+    note +=
+        std::string("; NVLS ") + (hardware->spec.has_nvls ? "on" : "off") + " from the GPU preset)";
   }
   if (base.price_per_gpu_hour && !swapped) {
     t.price_per_gpu_hour = base.price_per_gpu_hour;
-    t.price_source = "the scenario's cluster price_per_gpu_hour";
-  } else if (const std::optional<GpuPrice> price = reference_price(t.gpu)) {
+    t.price_source = whole_cluster ? hardware->name + " preset: " + base.price_source
+                                   : "the scenario's cluster price_per_gpu_hour";
+    t.list_price = base.price_source.rfind("public list price", 0) == 0;
+  } else if (const std::optional<GpuPrice> price = reference_price(t.cluster.gpu.name)) {
     t.price_per_gpu_hour = price->usd_per_gpu_hour;
     t.price_source = price->source;
   } else {

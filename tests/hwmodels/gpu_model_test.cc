@@ -227,6 +227,25 @@ TEST(GemmTime, TimeIsRooflinePlusLaunch) {
   EXPECT_EQ(c.source, ParamSource::kProfile);
 }
 
+TEST(GemmTime, Int8ReadsOneByteOperandsAndWritesA16BitResult) {
+  KernelEfficiency p = tiles_only();
+  p.attn_fwd_plateau = p.attn_bwd_plateau = 0.5;
+  p.hbm_fraction = 1.0;
+  p.mem_latency_s = 0;
+  p.launch_overhead_s = 0;
+  GpuSpec g = h100();
+  g.peak_flops_per_s[static_cast<size_t>(NumberFormat::kInt8)] = 1978.9e12;
+  const GpuModel m(g, p);
+  const KernelCost c = m.gemm_time(4096, 4096, 4096, 1, NumberFormat::kInt8);
+  // A and B in int8, C accumulated in int32 and written as bf16.
+  EXPECT_DOUBLE_EQ(c.bytes, 3 * 4096.0 * 4096 + 4096.0 * 4096);
+  // Compute-bound at the int8 rate (64 MiB in 19 us, 137 GOP in 69 us):
+  // the ratio of the int8 and bf16 peaks on the same tiles.
+  EXPECT_EQ(c.bound, KernelBound::kCompute);
+  const KernelCost bf16 = m.gemm_time(4096, 4096, 4096, 1, NumberFormat::kBf16);
+  EXPECT_NEAR(bf16.time_s / c.time_s, 1978.9 / g.peak(NumberFormat::kBf16) * 1e12, 1e-9);
+}
+
 TEST(AttentionPairs, CausalCountsTheTriangle) {
   AttentionShape s;
   s.q_len = 4;

@@ -104,4 +104,65 @@ inline ClusterSpec llama3_24k(int nodes = 3072) {
   return c;
 }
 
+/// One node of 8 AMD MI300X on their Infinity Fabric mesh: 7 xGMI links per
+/// GPU at 64 GB/s per direction nominal [S25], RCCL's own 48 GB/s after
+/// protocol and ECC overhead (rccl issue #1210) = efficiency 0.75; 8 x 400G.
+inline ClusterSpec mi300x_mesh(int nodes) {
+  ClusterSpec c;
+  c.name = "mi300x-mesh-test";
+  c.gpu = h100();
+  c.gpu.name = "MI300X";
+  c.gpu.has_nvls = false;
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.scale_up.bw_bytes_per_s = 7 * 64e9;
+  c.scale_up.efficiency = 0.75;
+  c.scale_up.latency_s = 1e-6;
+  c.scale_up.topology = ScaleUpTopology::kMesh;
+  c.scale_out = ndr(8, {TierSpec{"leaf", 0, 1.0}}, true);
+  return c;
+}
+
+/// TPU v5p hosts (4 chips each) in `slices` slices: 6 ICI links per chip at
+/// 100 GB/s per direction (1,200 GB/s bidirectional per chip, Google), ~1 us
+/// per hop [S24]; wrap-around only on slices of whole 4x4x4 cubes; DCN 50
+/// Gb/s per chip (one 50G "NIC" per chip) on one non-blocking tier.
+inline ClusterSpec tpu_v5p(int hosts, int slices = 1) {
+  ClusterSpec c;
+  c.name = "tpu-v5p-test";
+  c.gpu = h100();
+  c.gpu.name = "TPU v5p";
+  c.gpu.has_nvls = false;
+  c.nodes = hosts;
+  c.gpus_per_node = 4;
+  c.slices = slices;
+  c.scale_up.bw_bytes_per_s = 600e9;
+  c.scale_up.latency_s = 1e-6;
+  c.scale_up.topology = ScaleUpTopology::kTorus;
+  c.scale_up.torus.dims = 3;
+  c.scale_up.torus.max_shape = {16, 20, 28};
+  c.scale_up.torus.wrap_length = 4;
+  c.scale_up.torus.wrap_needs_all_axes = true;
+  c.scale_out.nic_bw_bytes_per_s = 50e9 / 8;
+  c.scale_out.nics_per_node = 4;
+  c.scale_out.latency_s = 5e-6;
+  c.scale_out.tiers = {TierSpec{"dcn", 0, 1.0}};
+  return c;
+}
+
+/// TPU v6e (Trillium) as tpu_v5p but a 2D torus, 4 links per chip at 100
+/// GB/s per direction, wrap-around only on an axis of 16, DCN 100 Gb/s.
+inline ClusterSpec tpu_v6e(int hosts, int slices = 1) {
+  ClusterSpec c = tpu_v5p(hosts, slices);
+  c.name = "tpu-v6e-test";
+  c.gpu.name = "TPU v6e";
+  c.scale_up.bw_bytes_per_s = 400e9;
+  c.scale_up.torus.dims = 2;
+  c.scale_up.torus.max_shape = {16, 16};
+  c.scale_up.torus.wrap_length = 16;
+  c.scale_up.torus.wrap_needs_all_axes = false;
+  c.scale_out.nic_bw_bytes_per_s = 100e9 / 8;
+  return c;
+}
+
 }  // namespace podsim::hwmodels::testing

@@ -85,6 +85,37 @@ TEST(SweepCli, GpuCountsAndTypesAndFilesInOut) {
   }
 }
 
+TEST(SweepCli, HardwareTypesSideBySide) {
+  // GPU presets in the scenario's network and cluster presets with their own.
+  const RunResult r =
+      run_podsim({"sweep", small_scenario_file(), "--gpu-types",
+                  "h100-sxm-80g,dgx-b200,mi355x-8x,tpu-v6e-pod", "--top", "3", "--json"},
+                 240);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const json& best = j.at("best_per_target");
+  ASSERT_EQ(best.size(), 4u);
+  for (size_t t = 0; t < best.size(); ++t) {
+    ASSERT_FALSE(best[t].at("best").is_null()) << best[t];
+    EXPECT_EQ(best[t].at("best").at("plan").at("gpu"), best[t].at("gpu"));
+    // No plan of that target is faster than its best.
+    for (const json& res : j.at("results")) {
+      if (res.at("plan").at("gpu") != best[t].at("gpu")) continue;
+      EXPECT_GE(res.at("step_time_s").get<double>(),
+                best[t].at("best").at("step_time_s").get<double>());
+    }
+  }
+  EXPECT_EQ(best[3].at("gpu"), "tpu-v6e-pod");
+  EXPECT_TRUE(j.at("targets").at(3).at("list_price").get<bool>());  // $2.70 per chip-hour
+  EXPECT_FALSE(j.at("targets").at(2).at("list_price").get<bool>());
+  const RunResult text = run_podsim(
+      {"sweep", small_scenario_file(), "--gpu-types", "h100-sxm-80g,tpu-v6e-pod", "--top", "2"},
+      240);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Best plan per hardware target"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("$2.70/GPU-h (list)"), std::string::npos) << text.out;
+}
+
 TEST(SweepCli, AGpuCountWithNoValidPlanSaysSo) {
   // 88 = 8 x 11: the factor 11 can only go to pp, and the model has 8 layers.
   const RunResult r = run_podsim({"sweep", small_scenario_file(), "--gpus", "88"});

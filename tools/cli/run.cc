@@ -1,11 +1,14 @@
 // podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] [--timeline FILE]
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "scenarios/input/reader.h"
 #include "scenarios/report/report_format.h"
+#include "scenarios/report/run_report_format.h"
 #include "scenarios/report/timeline_svg.h"
 #include "scenarios/report/trace.h"
+#include "scenarios/run/simulate_run.h"
 #include "scenarios/step/simulate.h"
 #include "tools/cli/commands.h"
 
@@ -87,8 +90,27 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
     return kExitBadInput;
   }
   const scenarios::Report& result = report.value();
-  io.out << (values.count("json") != 0 ? scenarios::report_json_text(result)
-                                       : scenarios::format_report_text(result));
+  const bool json = values.count("json") != 0;
+  const std::optional<double> tokens = spec.value().run.tokens;
+  if (!tokens) {
+    io.out << (json ? scenarios::report_json_text(result) : scenarios::format_report_text(result));
+    return kExitOk;
+  }
+  // A token budget: the whole run above the step.
+  scenarios::Result<scenarios::RunReport> run =
+      scenarios::simulate_run(spec.value(), result, *tokens, options);
+  if (!run.ok()) {
+    print_problems(io.err, label, run.problems());
+    return kExitBadInput;
+  }
+  if (json) {
+    nlohmann::json out = scenarios::report_to_json(result);
+    out["run"] = scenarios::run_report_to_json(run.value());
+    io.out << out.dump(2) << "\n";
+  } else {
+    io.out << scenarios::format_report_text(result) << "\n"
+           << scenarios::format_run_report_text(run.value());
+  }
   return kExitOk;
 }
 

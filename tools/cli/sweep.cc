@@ -192,9 +192,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "GPU presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200 (default: the scenario's)")(
       "top", po::value<size_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
-      "tokens", po::value<double>()->default_value(1e12)->value_name("N"),
-      "tokens to train, for the time and cost columns")("json",
-                                                        "print the result as one JSON object")(
+      "tokens", po::value<double>()->value_name("N"),
+      "tokens to train, for the time and cost columns (default: the scenario's run.tokens, "
+      "else 1e12)")("json", "print the result as one JSON object")(
       "out", po::value<std::string>()->value_name("DIR"),
       "also write DIR/results.csv (every simulated plan) and DIR/report.html")(
       "jobs", po::value<int64_t>()->default_value(0)->value_name("N"),
@@ -258,17 +258,17 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   } else {
     counts.push_back(scenario.gpus);
   }
-  std::vector<std::optional<scenarios::SweepGpu>> gpus;
+  std::vector<std::optional<scenarios::SweepHardware>> gpus;
   std::vector<scenarios::Problem> problems;
   if (values.count("gpu-types") != 0) {
     const std::vector<std::string> names = split_names(values["gpu-types"].as<std::string>());
     if (names.empty()) {
-      out_io.err << "podsim sweep: --gpu-types needs GPU preset names separated by commas "
-                    "('podsim presets' lists them)\n";
+      out_io.err << "podsim sweep: --gpu-types needs GPU or cluster preset names separated by "
+                    "commas ('podsim presets' lists them)\n";
       return kExitBadInput;
     }
     for (const std::string& name : names) {
-      scenarios::Result<scenarios::SweepGpu> gpu = scenarios::sweep_gpu_preset(name);
+      scenarios::Result<scenarios::SweepHardware> gpu = scenarios::sweep_hardware_preset(name);
       if (gpu.ok()) {
         gpus.emplace_back(gpu.value());
       } else {
@@ -293,7 +293,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
 
   scenarios::SweepOptions options;
   options.top_k = values["top"].as<size_t>();
-  options.tokens = values["tokens"].as<double>();
+  options.tokens = values.count("tokens") != 0 ? values["tokens"].as<double>()
+                                               : scenario.run.tokens.value_or(1e12);
   // Read as a signed number: Program_options turns "-1" into 4294967295 for
   // an unsigned option.
   const int64_t jobs = values["jobs"].as<int64_t>();

@@ -47,6 +47,8 @@ TEST(Quantity, TimesRatesFrequencies) {
   EXPECT_DOUBLE_EQ(parse_ok("2 \u00b5s", Dimension::kSeconds), 2e-6);
   EXPECT_DOUBLE_EQ(parse_ok("3 ms", Dimension::kSeconds), 3e-3);
   EXPECT_DOUBLE_EQ(parse_ok("1.5 s", Dimension::kSeconds), 1.5);
+  EXPECT_DOUBLE_EQ(parse_ok("10 min", Dimension::kSeconds), 600);
+  EXPECT_DOUBLE_EQ(parse_ok("2.5 h", Dimension::kSeconds), 9000);
   EXPECT_DOUBLE_EQ(parse_ok("1 PFLOP/s", Dimension::kFlopsPerSecond), 1e15);
   EXPECT_DOUBLE_EQ(parse_ok("312 TFLOPS", Dimension::kFlopsPerSecond), 312e12);
   EXPECT_DOUBLE_EQ(parse_ok("19.5 TFLOP/s", Dimension::kFlopsPerSecond), 19.5e12);

@@ -61,6 +61,16 @@ TEST(Reader, BaseScenarioAndDefaults) {
   EXPECT_TRUE(s.warnings.empty());
 }
 
+TEST(Reader, Int8TrainingUsesTheChipsInt8Rate) {
+  json scenario = base_scenario();
+  scenario["cluster"]["gpu"] = "tpu-v6e";
+  scenario["training"]["precision"] = "int8";
+  const ScenarioSpec s = read_ok(scenario);
+  EXPECT_EQ(s.training.precision, sim::NumberFormat::kInt8);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak(sim::NumberFormat::kInt8), 1836e12);  // 2x bf16 [N03]
+  EXPECT_EQ(sim::to_string(s.training.precision), "int8");
+}
+
 TEST(Reader, NestedOverridesMergeKeyByKey) {
   json scenario = base_scenario();
   scenario["cluster"] = {{"base", "dgx-h100-superpod"}, {"scale_out", {{"nics_per_node", 4}}}};
@@ -458,6 +468,12 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
          s["training"]["precision"] = "fp8";
        },
        "/cluster/gpu/peak_flops/fp8", "no fp8 rate"},
+      {"int8 on a GPU without an int8 rate",
+       [](json& s) {
+         s["cluster"]["gpu"] = "b300";
+         s["training"]["precision"] = "int8";
+       },
+       "/cluster/gpu/peak_flops/int8", "no int8 rate"},
       {"tier order",
        [](json& s) {
          s["cluster"]["scale_out"] = {
@@ -646,6 +662,31 @@ TEST(Reader, HostileInputsFailCleanly) {
     scenario["model"] = {{"base", "llama3-8b"}, {"layers", absurd}};
     EXPECT_TRUE(has_problem(problems_of(scenario), "/model/layers", "")) << absurd;
   }
+}
+
+TEST(Reader, TorusAndMeshKeys) {
+  nlohmann::json scenario = base_scenario();
+  scenario["cluster"] = {{"base", "tpu-v6e-pod"}, {"nodes", 16}, {"slices", 2}};
+  scenario["parallelism"] = {{"dp", 64}, {"zero", 3}};
+  const ScenarioSpec spec = read_ok(scenario);
+  EXPECT_EQ(spec.cluster.slices, 2);
+  EXPECT_EQ(spec.cluster.scale_up.domain, 0);  // a torus domain is its slice
+  EXPECT_EQ(spec.cluster.scale_up_domain(), 32);
+  EXPECT_EQ(spec.cluster.scale_up.torus.max_shape, (std::vector<int>{16, 16}));
+  EXPECT_EQ(spec.cluster.scale_up.torus.wrap_length, 16);
+  EXPECT_FALSE(spec.cluster.scale_up.torus.wrap_needs_all_axes);
+
+  scenario["cluster"]["scale_up"] = {{"torus", {{"shape", "8x4"}}}};
+  EXPECT_EQ(read_ok(scenario).cluster.scale_up.torus.shape, (std::vector<int>{8, 4}));
+  for (const char* bad : {"8x", "8x4x2x1", "0x32", "ax4", "8 x 4"}) {
+    scenario["cluster"]["scale_up"] = {{"torus", {{"shape", bad}}}};
+    const Result<ScenarioSpec> r = read(scenario);
+    EXPECT_TRUE(has_problem(r.problems(), "/cluster/scale_up/torus/shape", "16x16x24")) << bad;
+  }
+  scenario["cluster"] = {{"base", "mi300x-8x"}, {"nodes", 8}, {"scale_up", {{"topology", "ring"}}}};
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/cluster/scale_up/topology", "mesh"));
+  scenario["cluster"]["scale_up"] = {{"topology", "mesh"}};
+  EXPECT_EQ(read_ok(scenario).cluster.scale_up.topology, hwmodels::ScaleUpTopology::kMesh);
 }
 
 TEST(Reader, ClusterAlone) {

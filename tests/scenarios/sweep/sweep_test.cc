@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "scenarios/run/run_model.h"
+#include "scenarios/run/run_sampler.h"
 #include "scenarios/sweep/hardware_facts.h"
 #include "strategies/job.h"
 #include "tests/scenarios/sweep/sweep_test_util.h"
@@ -94,7 +96,7 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
 
 TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
   const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
-  Result<SweepGpu> b200 = sweep_gpu_preset("b200");
+  Result<SweepHardware> b200 = sweep_hardware_preset("b200");
   ASSERT_TRUE(b200.ok());
   Result<SweepTarget> t = make_sweep_target(spec, 32, b200.value());
   ASSERT_TRUE(t.ok());
@@ -118,7 +120,7 @@ TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
   ASSERT_FALSE(odd.ok());
   EXPECT_EQ(odd.problems().front().path, "/sweep/gpus");
   // An unknown GPU preset names the key.
-  Result<SweepGpu> unknown = sweep_gpu_preset("h100-sxm-800g");
+  Result<SweepHardware> unknown = sweep_hardware_preset("h100-sxm-800g");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.problems().front().path.rfind("/sweep/gpu-types", 0), 0u)
       << unknown.problems().front().to_string();
@@ -130,12 +132,51 @@ TEST(SweepTargets, TheClusterPriceAppliesToItsOwnGpu) {
   Result<SweepTarget> own = make_sweep_target(spec, 16, std::nullopt);
   ASSERT_TRUE(own.ok());
   EXPECT_DOUBLE_EQ(*own.value().price_per_gpu_hour, 2.25);
-  Result<SweepTarget> h200 = make_sweep_target(spec, 16, sweep_gpu_preset("h200-sxm-141g").value());
+  Result<SweepTarget> h200 =
+      make_sweep_target(spec, 16, sweep_hardware_preset("h200-sxm-141g").value());
   ASSERT_TRUE(h200.ok());
   EXPECT_DOUBLE_EQ(*h200.value().price_per_gpu_hour,
                    reference_price("h200-sxm-141g")->usd_per_gpu_hour);
   // H200 has the H100's NVLink4.
   EXPECT_DOUBLE_EQ(h200.value().cluster.scale_up.bw_bytes_per_s, 450e9);
+}
+
+TEST(SweepTargets, AClusterPresetBringsItsOwnNetwork) {
+  const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
+  // NVL72: trays of 4, one 72-GPU NVLink domain, one NIC per GPU.
+  Result<SweepHardware> nvl = sweep_hardware_preset("gb200-nvl72");
+  ASSERT_TRUE(nvl.ok());
+  Result<SweepTarget> t = make_sweep_target(spec, 256, nvl.value());
+  ASSERT_TRUE(t.ok()) << t.problems().front().to_string();
+  EXPECT_EQ(t.value().gpu, "gb200-nvl72");
+  EXPECT_EQ(t.value().cluster.nodes, 64);
+  EXPECT_EQ(t.value().cluster.scale_up_domain(), 72);
+  EXPECT_EQ(t.value().cluster.scale_out.nics_per_node, 4);
+  EXPECT_FALSE(t.value().price_per_gpu_hour.has_value());  // no list price, no reference
+  EXPECT_NE(t.value().note.find("its own"), std::string::npos) << t.value().note;
+  // A TPU v6e pod: 512 chips are two 256-chip slices over the data-centre network.
+  Result<SweepTarget> v6e =
+      make_sweep_target(spec, 512, sweep_hardware_preset("tpu-v6e-pod").value());
+  ASSERT_TRUE(v6e.ok());
+  EXPECT_EQ(v6e.value().cluster.slices, 2);
+  EXPECT_EQ(v6e.value().cluster.scale_up_domain(), 256);
+  EXPECT_TRUE(v6e.value().list_price);
+  EXPECT_DOUBLE_EQ(*v6e.value().price_per_gpu_hour, 2.70);
+  Result<SweepTarget> small =
+      make_sweep_target(spec, 64, sweep_hardware_preset("tpu-v6e-pod").value());
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small.value().cluster.slices, 1);  // one 8x8 slice
+  // 6 chips are no whole hosts of 4.
+  EXPECT_FALSE(make_sweep_target(spec, 6, sweep_hardware_preset("tpu-v5p-pod").value()).ok());
+  // AMD: the mesh node as it ships.
+  Result<SweepTarget> mi = make_sweep_target(spec, 16, sweep_hardware_preset("mi355x-8x").value());
+  ASSERT_TRUE(mi.ok());
+  EXPECT_EQ(mi.value().cluster.scale_up.topology, hwmodels::ScaleUpTopology::kMesh);
+  // A GPU preset still goes into the scenario's network.
+  Result<SweepTarget> b200 = make_sweep_target(spec, 16, sweep_hardware_preset("b200").value());
+  ASSERT_TRUE(b200.ok());
+  EXPECT_EQ(b200.value().cluster.scale_up_domain(), 8);
+  EXPECT_EQ(b200.value().cluster.scale_out.tiers.size(), spec.cluster.scale_out.tiers.size());
 }
 
 TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
@@ -159,9 +200,14 @@ TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
     EXPECT_EQ(with.ranked[k].index, without.ranked[k].index) << "rank " << k + 1;
     EXPECT_EQ(with.ranked[k].outcome.step_time_s, without.ranked[k].outcome.step_time_s);
   }
-  // The bound of every simulated plan is below its step time.
+  // The bound of every simulated plan is below its step time, and the bound
+  // on its time to train below that time.
   for (const RankedPlan& r : without.ranked) {
     EXPECT_LE(r.step_lower_bound_s, r.outcome.step_time_s);
+    EXPECT_LE(train_time_bound(spec_, options_.tokens).at(r.step_lower_bound_s), r.train_time_s);
+  }
+  for (size_t k = 0; k < options_.top_k; ++k) {
+    EXPECT_EQ(with.ranked[k].train_time_s, without.ranked[k].train_time_s);
   }
   // The baseline's rank is exact without bounds, and inside the range with them.
   ASSERT_TRUE(without.baseline && without.baseline->rank && with.baseline && with.baseline->rank);
@@ -176,7 +222,7 @@ TEST_F(SmallSweep, CostAndParetoFront) {
   Result<SweepTarget> small = make_sweep_target(spec_, 8, std::nullopt);
   Result<SweepTarget> large = make_sweep_target(spec_, 16, std::nullopt);
   Result<SweepTarget> h200 =
-      make_sweep_target(spec_, 16, sweep_gpu_preset("h200-sxm-141g").value());
+      make_sweep_target(spec_, 16, sweep_hardware_preset("h200-sxm-141g").value());
   ASSERT_TRUE(small.ok() && large.ok() && h200.ok());
   options_.tokens = 1e9;
   const SweepOutcome o = sweep_ok(spec_, {small.value(), large.value(), h200.value()}, options_);
@@ -188,7 +234,13 @@ TEST_F(SmallSweep, CostAndParetoFront) {
     const SweepTarget& t = o.targets[o.candidates[r.index].target];
     EXPECT_NEAR(r.outcome.tokens_per_s * r.outcome.step_time_s, tokens_per_step,
                 1e-9 * tokens_per_step);
-    EXPECT_NEAR(r.train_time_s, 1e9 / r.outcome.tokens_per_s, 1e-9 * r.train_time_s);
+    EXPECT_NEAR(r.failure_free_time_s, 1e9 / r.outcome.tokens_per_s, 1e-9 * r.train_time_s);
+    // The time to train is the run model's expectation for the plan.
+    const ScenarioSpec plan = candidate_scenario(spec_, t, o.candidates[r.index]);
+    EXPECT_EQ(
+        r.train_time_s,
+        expected_wall_s(run_model(plan, 1e9, r.outcome.step_time_s, r.outcome.step_time_s).inputs));
+    EXPECT_GT(r.train_time_s, r.failure_free_time_s);
     EXPECT_NEAR(r.gpu_hours, r.train_time_s / 3600 * static_cast<double>(t.gpus),
                 1e-9 * r.gpu_hours);
     EXPECT_NEAR(*r.cost_usd, r.gpu_hours * *t.price_per_gpu_hour, 1e-9 * *r.cost_usd);
@@ -212,6 +264,44 @@ TEST_F(SmallSweep, CostAndParetoFront) {
   std::set<uint32_t> targets_ranked;
   for (const RankedPlan& r : o.ranked) targets_ranked.insert(o.candidates[r.index].target);
   EXPECT_EQ(targets_ranked.size(), 3u);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
+
+namespace podsim::scenarios {
+namespace {
+
+// Ranked by expected time to train: a plan on more GPUs pays for their
+// failure rate. With parts a thousand times as unreliable as the defaults,
+// the 16-GPU target (2 nodes) fails twice as often as the 8-GPU one.
+TEST_F(SmallSweep, MoreGpusPayForTheirFailureRate) {
+  ReliabilitySpec& r = spec_.reliability;
+  for (double* rate : {&r.gpu_per_1000_gpu_days, &r.hbm_per_1000_gpu_days,
+                       &r.host_per_1000_node_days, &r.software_per_1000_node_days}) {
+    *rate *= 1000;
+  }
+  Result<SweepTarget> one = make_sweep_target(spec_, 8, std::nullopt);
+  Result<SweepTarget> two = make_sweep_target(spec_, 16, std::nullopt);
+  ASSERT_TRUE(one.ok() && two.ok());
+  options_.tokens = 2e10;
+  const SweepOutcome o = sweep_ok(spec_, {one.value(), two.value()}, options_);
+  const RankedPlan* best[2] = {nullptr, nullptr};
+  for (size_t k = 0; k < o.ranked.size(); ++k) {
+    const RankedPlan& p = o.ranked[k];
+    if (k > 0) EXPECT_LE(o.ranked[k - 1].train_time_s, p.train_time_s);
+    const RankedPlan*& b = best[o.candidates[p.index].target];
+    if (b == nullptr) b = &p;
+  }
+  ASSERT_TRUE(best[0] && best[1]);
+  const double ettr_one = best[0]->failure_free_time_s / best[0]->train_time_s;
+  const double ettr_two = best[1]->failure_free_time_s / best[1]->train_time_s;
+  EXPECT_LT(ettr_two, ettr_one);
+  EXPECT_LT(ettr_one, 0.99);  // the rates matter at all
+  // The top plans carry their sampled runs; the others do not.
+  ASSERT_TRUE(o.ranked.front().run.has_value());
+  EXPECT_FALSE(o.ranked.back().run.has_value());
+  EXPECT_GT(o.ranked.front().run->interruptions.mean, 0);
 }
 
 }  // namespace

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstdint>
+
+namespace podsim::hwmodels {
+
+// The kernel-implementation face of a training framework (a `software`
+// preset, scenario-format.md v1.1): which attention kernel it calls, what its
+// host spends issuing kernels, and how its overlapped tensor-parallel
+// collectives occupy the GPU. What the framework runs and when is
+// strategies::SoftwarePolicy; scenarios/step composes both from the preset.
+
+/// The attention kernel a framework calls. kTransformerEngine and kSdpa are
+/// choices a library makes by GPU generation; the others name one kernel.
+enum class AttentionKernel : uint8_t {
+  kUnfused,  ///< scores in HBM: batched GEMMs + softmax (+ dropout) kernels (Megatron 2021)
+  kFlash2,   ///< FlashAttention-2 (flash-attn package, PyTorch SDPA's flash backend)
+  kFlash3,   ///< FlashAttention-3 (Hopper only)
+  kCudnn,    ///< cuDNN fused attention (TE FusedAttention, SDPA's cuDNN backend)
+  kTriton,   ///< a Triton flash-attention kernel (llm-foundry's flash_attn_triton)
+  kTransformerEngine,  ///< TE's choice: cuDNN on Hopper and newer, FlashAttention-2 on Ampere
+  kSdpa,               ///< PyTorch SDPA's default order (torch 2.5.1-2.10)
+};
+
+/// What the host spends issuing work, seconds. The GPU waits when its
+/// kernels are shorter than their issue.
+struct HostCost {
+  double dispatch_forward_s = 5e-6;   ///< per kernel issued by forward / optimizer code
+  double dispatch_backward_s = 4e-6;  ///< per kernel issued by the autograd engine
+  double compiled_region_call_s = 0;  ///< per call into a compiled region (guards, cache lookup)
+  double unit_hook_s = 0;             ///< per sharded unit per pass: the framework's hooks
+  double sync_s = 20e-6;              ///< one host synchronisation (drains the run-ahead)
+  double dtensor_dispatch_s = 0;      ///< per tensor per DTensor-dispatched op
+};
+
+/// What the collectives a framework overlaps with GEMMs occupy.
+enum class TpOverlapKernels : uint8_t {
+  kNccl,           ///< NCCL kernels (kernel_sms of the group)
+  kTeUserbuffers,  ///< TE userbuffers: ring-exchange on 1 SM, pipelined and bulk overlaps on 16
+  kCopyEngine,     ///< AsyncTP over symmetric memory: copy engines, no SMs
+};
+
+/// The kernel-implementation face of a software preset.
+struct KernelImplementation {
+  AttentionKernel attention = AttentionKernel::kTransformerEngine;
+  HostCost host;
+  TpOverlapKernels tp_overlap = TpOverlapKernels::kTeUserbuffers;
+};
+
+}  // namespace podsim::hwmodels

@@ -1,0 +1,189 @@
+// The `software` section of a scenario, read through its declared keys
+// (schema_software.cc) into a SoftwareSpec, every mechanism with its source.
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "scenarios/input/spec_builder.h"
+
+namespace podsim::scenarios::reader_detail {
+
+namespace {
+
+constexpr const char* kSetInScenario = "set in the scenario";
+
+/// An enum key's value mapped through (name, value) pairs; the checker has
+/// accepted only declared names, so an unknown one is a bug.
+template <typename T, size_t N>
+T pick(const std::optional<std::string>& name, const std::pair<const char*, T> (&choices)[N],
+       T fallback) {
+  if (!name) return fallback;
+  for (const auto& [text, value] : choices) {
+    if (*name == text) return value;
+  }
+  std::fprintf(stderr, "podsim: internal: undeclared software value %s\n", name->c_str());
+  std::abort();
+}
+
+}  // namespace
+
+std::string SpecBuilder::mechanism_source(const std::string& path) const {
+  const size_t slash = path.rfind('/');
+  const std::string source_path = path.substr(0, slash) + "/sources" + path.substr(slash);
+  if (doc_.overridden.contains(path) && !doc_.overridden.contains(source_path)) {
+    return kSetInScenario;
+  }
+  const auto it = doc_.values.find(source_path);
+  if (it != doc_.values.end()) {
+    if (const std::string* text = std::get_if<std::string>(&it->second)) return *text;
+  }
+  return doc_.overridden.contains(path) ? kSetInScenario : "";
+}
+
+void SpecBuilder::build_software(SoftwareSpec& s) {
+  using namespace strategies;  // NOLINT(google-build-using-namespace): the enums read as a table
+  s.name = text("/software/name").value_or(preset_name("/software"));
+  s.source = text("/software/source").value_or("");
+
+  // Each mechanism is read once, recorded with its value text and source.
+  auto record = [&](const std::string& path, std::string value) {
+    s.mechanisms.push_back({path, std::move(value), mechanism_source(path)});
+  };
+  auto choice = [&](const std::string& path) {
+    const std::optional<std::string> value = text(path);
+    if (value) record(path, *value);
+    return value;
+  };
+  auto yes = [&](const std::string& path, bool fallback) {
+    const std::optional<bool> value = flag(path);
+    if (value) record(path, *value ? "true" : "false");
+    return value.value_or(fallback);
+  };
+  auto seconds = [&](const std::string& path, double fallback) {
+    const std::optional<double> value = number(path);
+    if (value) record(path, format_seconds(*value));
+    return value.value_or(fallback);
+  };
+  auto count = [&](const std::string& path, int64_t fallback) {
+    const std::optional<int64_t> value = integer(path);
+    if (value) record(path, num(*value));
+    return value.value_or(fallback);
+  };
+
+  using hwmodels::AttentionKernel;
+  const std::pair<const char*, AttentionKernel> kernels[] = {
+      {"unfused", AttentionKernel::kUnfused}, {"fa2", AttentionKernel::kFlash2},
+      {"fa3", AttentionKernel::kFlash3},      {"cudnn", AttentionKernel::kCudnn},
+      {"triton", AttentionKernel::kTriton},   {"te", AttentionKernel::kTransformerEngine},
+      {"sdpa", AttentionKernel::kSdpa}};
+  s.attention = pick(choice("/software/attention/kernel"), kernels, s.attention);
+  s.fused_softmax_max_keys =
+      count("/software/attention/fused_softmax_max_keys", s.fused_softmax_max_keys);
+
+  ElementwisePolicy& e = s.elementwise;
+  const std::pair<const char*, ChainImpl> chains[] = {{"fused", ChainImpl::kFused},
+                                                      {"eager", ChainImpl::kEager}};
+  const std::pair<const char*, NormImpl> norms[] = {{"fused", NormImpl::kFused},
+                                                    {"eager_fp32", NormImpl::kEagerFp32}};
+  const std::pair<const char*, RopeImpl> ropes[] = {
+      {"fused", RopeImpl::kFused}, {"eager_fp32_complex", RopeImpl::kEagerFp32Complex}};
+  e.norm = pick(choice("/software/elementwise/norm"), norms, e.norm);
+  e.rope = pick(choice("/software/elementwise/rope"), ropes, e.rope);
+  e.activation = pick(choice("/software/elementwise/activation"), chains, e.activation);
+  e.residual = pick(choice("/software/elementwise/residual"), chains, e.residual);
+  e.repeat_kv = yes("/software/elementwise/repeat_kv", e.repeat_kv);
+  e.compiled = yes("/software/elementwise/compiled", e.compiled);
+
+  const std::pair<const char*, LossImpl> losses[] = {
+      {"vocab_parallel_fp32", LossImpl::kVocabParallelFp32},
+      {"fp32_upcast", LossImpl::kFp32Upcast},
+      {"fused", LossImpl::kFused}};
+  s.loss = pick(choice("/software/loss/implementation"), losses, s.loss);
+
+  hwmodels::HostCost& h = s.host;
+  h.dispatch_forward_s = seconds("/software/host/dispatch_forward", h.dispatch_forward_s);
+  h.dispatch_backward_s = seconds("/software/host/dispatch_backward", h.dispatch_backward_s);
+  h.compiled_region_call_s =
+      seconds("/software/host/compiled_region_call", h.compiled_region_call_s);
+  h.unit_hook_s = seconds("/software/host/unit_hook", h.unit_hook_s);
+  h.sync_s = seconds("/software/host/sync", h.sync_s);
+  h.dtensor_dispatch_s = seconds("/software/host/dtensor_dispatch", h.dtensor_dispatch_s);
+  const std::pair<const char*, CudaGraphs> graphs[] = {
+      {"none", CudaGraphs::kNone},
+      {"per_layer", CudaGraphs::kPerLayer},
+      {"full_iteration", CudaGraphs::kFullIteration}};
+  s.cuda_graphs = pick(choice("/software/host/cuda_graphs"), graphs, s.cuda_graphs);
+
+  const std::pair<const char*, P2pMode> p2p[] = {{"async", P2pMode::kAsync},
+                                                 {"blocking_sync", P2pMode::kBlockingSync}};
+  s.p2p = pick(choice("/software/pipeline/p2p"), p2p, s.p2p);
+
+  DataParallelPolicy& d = s.data_parallel;
+  const std::pair<const char*, GradReduce> reduces[] = {
+      {"overlapped", GradReduce::kOverlapped}, {"after_backward", GradReduce::kAfterBackward}};
+  const std::pair<const char*, sim::NumberFormat> formats[] = {{"fp32", sim::NumberFormat::kFp32},
+                                                               {"bf16", sim::NumberFormat::kBf16}};
+  const std::pair<const char*, ParamGather> gathers[] = {{"bucket", ParamGather::kBucket},
+                                                         {"unit", ParamGather::kUnit},
+                                                         {"parameter", ParamGather::kParameter}};
+  const std::pair<const char*, BackwardPrefetch> prefetches[] = {{"pre", BackwardPrefetch::kPre},
+                                                                 {"post", BackwardPrefetch::kPost},
+                                                                 {"none", BackwardPrefetch::kNone}};
+  d.grad_reduce = pick(choice("/software/data_parallel/grad_reduce"), reduces, d.grad_reduce);
+  d.reduce_format = pick(choice("/software/data_parallel/reduce_dtype"), formats, d.reduce_format);
+  d.param_gather = pick(choice("/software/data_parallel/param_gather"), gathers, d.param_gather);
+  d.forward_prefetch = yes("/software/data_parallel/forward_prefetch", d.forward_prefetch);
+  d.backward_prefetch =
+      pick(choice("/software/data_parallel/backward_prefetch"), prefetches, d.backward_prefetch);
+  d.shared_collective_stream =
+      yes("/software/data_parallel/shared_collective_stream", d.shared_collective_stream);
+  d.regather_for_recompute =
+      yes("/software/data_parallel/regather_for_recompute", d.regather_for_recompute);
+  d.copies_on_compute_stream =
+      yes("/software/data_parallel/copies_on_compute_stream", d.copies_on_compute_stream);
+  d.persist_below_params =
+      count("/software/data_parallel/persist_below_params", d.persist_below_params);
+
+  const std::pair<const char*, SelectiveRecompute> selective[] = {
+      {"attention_core", SelectiveRecompute::kAttentionCore},
+      {"matmul_save_list", SelectiveRecompute::kMatmulSaveList}};
+  s.selective = pick(choice("/software/recompute/selective"), selective, s.selective);
+
+  Fp8Policy& f = s.fp8;
+  const std::pair<const char*, Fp8Recipe> recipes[] = {
+      {"none", Fp8Recipe::kNone},
+      {"te_delayed", Fp8Recipe::kTeDelayed},
+      {"torchao_dynamic", Fp8Recipe::kTorchaoDynamic}};
+  const std::pair<const char*, WeightCast> casts[] = {{"per_step", WeightCast::kPerStep},
+                                                      {"per_call", WeightCast::kPerCall}};
+  f.recipe = pick(choice("/software/fp8/recipe"), recipes, f.recipe);
+  f.casts = pick(choice("/software/fp8/casts"), chains, f.casts);
+  f.cast_fused_with_norm = yes("/software/fp8/cast_fused_with_norm", f.cast_fused_with_norm);
+  f.output_layer = yes("/software/fp8/output_layer", f.output_layer);
+  f.attention = yes("/software/fp8/attention", f.attention);
+  f.weight_cast = pick(choice("/software/fp8/weight_cast"), casts, f.weight_cast);
+  f.amax_all_reduce = yes("/software/fp8/amax_all_reduce", f.amax_all_reduce);
+
+  const std::pair<const char*, TpOverlap> overlaps[] = {
+      {"none", TpOverlap::kNone},
+      {"te_userbuffers", TpOverlap::kTeUserbuffers},
+      {"async_tp", TpOverlap::kAsyncTp}};
+  s.tp_overlap = pick(choice("/software/tp_overlap/method"), overlaps, s.tp_overlap);
+
+  OptimizerPolicy& o = s.optimizer;
+  const std::pair<const char*, OptimizerImpl> optimizers[] = {{"fused", OptimizerImpl::kFused},
+                                                              {"foreach", OptimizerImpl::kForeach},
+                                                              {"for_loop", OptimizerImpl::kForLoop},
+                                                              {"xla", OptimizerImpl::kXla}};
+  o.implementation =
+      pick(choice("/software/optimizer/implementation"), optimizers, o.implementation);
+  const std::optional<double> extra = number("/software/optimizer/extra_bytes_per_param");
+  if (extra) {
+    record("/software/optimizer/extra_bytes_per_param", format_number(*extra));
+    o.extra_bytes_per_param = *extra;
+  }
+  o.clip_host_sync = yes("/software/optimizer/clip_host_sync", o.clip_host_sync);
+  o.dtensor_params = yes("/software/optimizer/dtensor_params", o.dtensor_params);
+}
+
+}  // namespace podsim::scenarios::reader_detail

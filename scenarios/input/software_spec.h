@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hwmodels/kernel_implementation.h"
+#include "strategies/software.h"
+
+namespace podsim::scenarios {
+
+/// One mechanism of a software stack as read: its key, its value as text
+/// and where the value comes from.
+struct Mechanism {
+  std::string path;    ///< "/software/attention/kernel"
+  std::string value;   ///< "te", "5 us", "true"
+  std::string source;  ///< the preset's source, or "set in the scenario"
+};
+
+/// CUDA graph use (host group).
+enum class CudaGraphs : uint8_t { kNone, kPerLayer, kFullIteration };
+
+/// The `software` section as read (scenario-format.md v1.1): the training
+/// framework that runs the plan, group by group as the JSON has it. The
+/// step composes it with the rest of the scenario into the strategies'
+/// SoftwarePolicy and the hardware models' KernelImplementation
+/// (scenarios/step/software.h).
+struct SoftwareSpec {
+  std::string name = "megatron-core";  ///< the preset, or "custom"
+  std::string source;
+
+  hwmodels::AttentionKernel attention = hwmodels::AttentionKernel::kTransformerEngine;
+  int64_t fused_softmax_max_keys = 4096;
+  strategies::ElementwisePolicy elementwise;
+  strategies::LossImpl loss = strategies::LossImpl::kVocabParallelFp32;
+  hwmodels::HostCost host;
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
+  strategies::P2pMode p2p = strategies::P2pMode::kAsync;
+  strategies::DataParallelPolicy data_parallel;
+  strategies::SelectiveRecompute selective = strategies::SelectiveRecompute::kAttentionCore;
+  strategies::Fp8Policy fp8;
+  strategies::TpOverlap tp_overlap = strategies::TpOverlap::kTeUserbuffers;
+  strategies::OptimizerPolicy optimizer;
+
+  /// Every mechanism in declaration order, with its source.
+  std::vector<Mechanism> mechanisms;
+};
+
+}  // namespace podsim::scenarios

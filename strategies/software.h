@@ -1,0 +1,162 @@
+#pragma once
+
+#include <cstdint>
+
+#include "sim/number_format.h"
+
+namespace podsim::strategies {
+
+// What a training framework runs and when: the schedule-policy face of a
+// `software` preset (scenario-format.md v1.1). Strategies build op lists and
+// schedules from it; how fast those kernels run is hwmodels' concern. The
+// defaults are Megatron-Core's (the contract's default preset); the reader
+// fills every field from the preset (scenarios/input/presets/software.json),
+// where each value carries its source.
+
+/// How a module's element-wise work is implemented.
+enum class NormImpl : uint8_t {
+  kFused,      ///< one kernel (TE, apex, native layer_norm): read x, write y
+  kEagerFp32,  ///< PyTorch ops in fp32 (torchtitan RMSNorm: cast, pow, mean, add, rsqrt, mul, cast,
+               ///< mul)
+};
+enum class RopeImpl : uint8_t {
+  kFused,             ///< one kernel over q and k (TE fused_apply_rotary_pos_emb)
+  kEagerFp32Complex,  ///< float(), complex multiply, type_as per tensor (torchtitan)
+};
+enum class ChainImpl : uint8_t {
+  kFused,  ///< one kernel (jit fusers, bias-dropout-add)
+  kEager,  ///< one kernel per PyTorch op
+};
+
+struct ElementwisePolicy {
+  NormImpl norm = NormImpl::kFused;
+  RopeImpl rope = RopeImpl::kFused;
+  ChainImpl activation = ChainImpl::kFused;
+  ChainImpl residual = ChainImpl::kFused;
+  /// Grouped K/V materialised at the full head count before attention.
+  bool repeat_kv = false;
+  /// A compiler fuses every chain of element-wise ops between extern kernels
+  /// (GEMMs, attention, collectives) into one kernel (Inductor, XLA).
+  bool compiled = false;
+};
+
+/// The softmax cross-entropy over the vocabulary.
+enum class LossImpl : uint8_t {
+  kVocabParallelFp32,  ///< Megatron: output.float(), max, sub, exp, sum, div; grad = softmax -
+                       ///< onehot
+  kFp32Upcast,         ///< cross_entropy(logits.float()): cast, log_softmax, nll (torchtitan)
+  kFused,              ///< one kernel each way on the 16-bit logits (xentropy, XLA)
+};
+
+/// What "selective" recompute keeps.
+enum class SelectiveRecompute : uint8_t {
+  kAttentionCore,   ///< Megatron: recompute the attention core only
+  kMatmulSaveList,  ///< torchtitan op-SAC: save every other mm and SDPA; recompute the rest
+};
+
+/// How gradients of the data-parallel group are reduced.
+enum class GradReduce : uint8_t {
+  kOverlapped,     ///< bucket by bucket while the backward runs
+  kAfterBackward,  ///< one blocking reduction after the last micro-batch (Megatron 2021 DDP)
+};
+/// What one ZeRO/FSDP parameter all-gather covers.
+enum class ParamGather : uint8_t {
+  kBucket,     ///< ZeRO-1/2 buckets (Megatron distributed optimizer)
+  kUnit,       ///< one FSDP unit (a transformer block)
+  kParameter,  ///< one parameter tensor per collective (DeepSpeed ZeRO-3, 2021)
+};
+/// When the next unit's weights are gathered during the backward pass.
+enum class BackwardPrefetch : uint8_t {
+  kPre,   ///< before this unit's gradient kernels (FSDP BACKWARD_PRE, FSDP2)
+  kPost,  ///< after them (FSDP1 BACKWARD_POST: the gather is exposed)
+  kNone,  ///< when the unit is reached, blocking
+};
+
+struct DataParallelPolicy {
+  GradReduce grad_reduce = GradReduce::kOverlapped;
+  /// Wire format of the gradient reduction (fp32 or 16-bit).
+  sim::NumberFormat reduce_format = sim::NumberFormat::kFp32;
+  ParamGather param_gather = ParamGather::kBucket;
+  /// The next unit's all-gather overlaps the current unit's forward.
+  bool forward_prefetch = true;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
+  /// The group's all-gathers and reduce-scatters share one NCCL stream (run in issue order).
+  bool shared_collective_stream = true;
+  /// Full recompute gathers released weights again (DeepSpeed ZeRO-3).
+  bool regather_for_recompute = false;
+  /// Copy-out of gathered weights and the reduce-scatter copy-in (with its
+  /// cast to the reduce format) run on the compute stream (FSDP2).
+  bool copies_on_compute_stream = false;
+  /// Parameters with fewer elements stay replicated (ZeRO-3 persistence threshold).
+  int64_t persist_below_params = 0;
+};
+
+/// Pipeline send/recv.
+enum class P2pMode : uint8_t {
+  kAsync,         ///< waited on the stream that needs the data
+  kBlockingSync,  ///< wait + device synchronize: compute waits for every transfer (Megatron 2021)
+};
+
+/// fp8 training (training.precision fp8): which GEMMs run in fp8 and the
+/// kernels that make fp8 operands.
+enum class Fp8Recipe : uint8_t {
+  kNone,            ///< the framework has no fp8: GEMMs stay 16-bit
+  kTeDelayed,       ///< Transformer Engine delayed scaling (amax history)
+  kTorchaoDynamic,  ///< torchao tensor-wise dynamic scaling
+};
+enum class WeightCast : uint8_t {
+  kPerStep,  ///< cast once per optimizer step (TE is_first_microbatch caching)
+  kPerCall,  ///< cast every forward call
+};
+struct Fp8Policy {
+  Fp8Recipe recipe = Fp8Recipe::kTeDelayed;
+  /// Cast (and transpose) of each operand: one fused kernel, or eager ops.
+  ChainImpl casts = ChainImpl::kFused;
+  /// The norm before a column-parallel linear writes its output in fp8.
+  bool cast_fused_with_norm = true;
+  bool output_layer = false;  ///< the vocabulary projection runs in fp8
+  bool attention = false;     ///< attention runs in fp8
+  WeightCast weight_cast = WeightCast::kPerStep;
+  /// One blocking amax all-reduce per forward and per backward.
+  bool amax_all_reduce = true;
+};
+
+/// Tensor-parallel communication overlap (with options.overlap.tp).
+enum class TpOverlap : uint8_t {
+  kNone,           ///< the framework cannot overlap TP collectives with GEMMs
+  kTeUserbuffers,  ///< Transformer Engine userbuffers (Megatron --tp-comm-overlap)
+  kAsyncTp,        ///< PyTorch micro-pipelined AsyncTP (needs torch.compile)
+};
+
+enum class OptimizerImpl : uint8_t {
+  kFused,    ///< one multi-tensor kernel (apex / TE / DeepSpeed FusedAdam): 28 B per parameter
+  kForeach,  ///< torch.optim foreach: 8 foreach ops, 80 B per parameter
+  kForLoop,  ///< a Python loop over tensors (Composer DecoupledAdamW): 9 kernels per tensor, 88 B
+  kXla,      ///< a compiled element-wise update (optax under XLA): 32 B per parameter
+};
+struct OptimizerPolicy {
+  OptimizerImpl implementation = OptimizerImpl::kFused;
+  /// Wrapper copies per parameter (fp32 main grads / params to 16-bit).
+  double extra_bytes_per_param = 6;
+  /// Gradient clipping reads the norm on the host (.item()).
+  bool clip_host_sync = true;
+  /// The optimizer's foreach ops dispatch through DTensor, tensor by tensor.
+  bool dtensor_params = false;
+};
+
+/// The schedule-policy face of a software preset.
+struct SoftwarePolicy {
+  ElementwisePolicy elementwise;
+  LossImpl loss = LossImpl::kVocabParallelFp32;
+  SelectiveRecompute selective = SelectiveRecompute::kAttentionCore;
+  /// Unfused attention: the fused softmax kernel takes at most this many
+  /// keys; beyond it the softmax runs as eager fp32 ops (0 = no limit).
+  int64_t fused_softmax_max_keys = 4096;
+  P2pMode p2p = P2pMode::kAsync;
+  DataParallelPolicy data_parallel;
+  Fp8Policy fp8;
+  TpOverlap tp_overlap = TpOverlap::kTeUserbuffers;
+  OptimizerPolicy optimizer;
+};
+
+}  // namespace podsim::strategies

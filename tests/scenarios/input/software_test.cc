@@ -1,0 +1,181 @@
+// The `software` section (scenario-format.md v1.1): presets with a source for
+// every mechanism, the object form's overrides, the default, bad input, and
+// `podsim describe`'s listing; `gpu.power_limit` (v1.1).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "scenarios/input/presets.h"
+#include "scenarios/input/schema.h"
+#include "tests/scenarios/input/reader_test_util.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using nlohmann::json;
+using testing::base_scenario;
+using testing::has_problem;
+using testing::problems_text;
+using testing::read;
+using testing::read_ok;
+
+const Mechanism* find(const SoftwareSpec& s, const std::string& path) {
+  for (const Mechanism& m : s.mechanisms) {
+    if (m.path == path) return &m;
+  }
+  return nullptr;
+}
+
+/// Every declared mechanism key of the software section (not the groups,
+/// their sources, or the name and source lines).
+std::set<std::string> declared_mechanisms() {
+  std::set<std::string> out;
+  for (const KeyDecl& decl : software_keys()) {
+    const std::string path(decl.path);
+    const size_t depth = static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+    if (depth == 3 && decl.kind != KeyKind::kTextMap) out.insert(path);
+  }
+  return out;
+}
+
+TEST(Software, EveryPresetGivesEveryMechanismAValueAndASource) {
+  const std::set<std::string> declared = declared_mechanisms();
+  ASSERT_GT(declared.size(), 30u);
+  const std::vector<std::string> names = builtin_presets().names("software");
+  for (const char* required :
+       {"megatron-core", "megatron-lm-2021", "megatron-deepspeed", "deepspeed-zero3", "torchtitan",
+        "torchtitan-compile", "composer", "maxtext", "maxtext-tpu", "rocm-megatron"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
+  }
+  for (const std::string& name : names) {
+    json scenario = base_scenario();
+    scenario["software"] = name;
+    const ScenarioSpec spec = read_ok(scenario);
+    EXPECT_EQ(spec.software.name, name);
+    EXPECT_FALSE(spec.software.source.empty()) << name;
+    std::set<std::string> seen;
+    for (const Mechanism& m : spec.software.mechanisms) {
+      seen.insert(m.path);
+      EXPECT_FALSE(m.value.empty()) << name << " " << m.path;
+      EXPECT_GT(m.source.size(), 10u) << name << " " << m.path << ": every value says where it "
+                                      << "comes from";
+    }
+    EXPECT_EQ(seen, declared) << name;
+  }
+}
+
+TEST(Software, AbsentMeansMegatronCore) {
+  const ScenarioSpec spec = read_ok(base_scenario());
+  EXPECT_EQ(spec.software.name, "megatron-core");
+  EXPECT_EQ(spec.software.attention, hwmodels::AttentionKernel::kTransformerEngine);
+  EXPECT_EQ(spec.software.loss, strategies::LossImpl::kVocabParallelFp32);
+  EXPECT_FALSE(spec.software.mechanisms.empty());
+}
+
+TEST(Software, PresetsDifferWhereTheFrameworksDo) {
+  json scenario = base_scenario();
+  scenario["software"] = "torchtitan";
+  const ScenarioSpec titan = read_ok(scenario);
+  EXPECT_EQ(titan.software.attention, hwmodels::AttentionKernel::kSdpa);
+  EXPECT_EQ(titan.software.elementwise.norm, strategies::NormImpl::kEagerFp32);
+  EXPECT_TRUE(titan.software.elementwise.repeat_kv);
+  EXPECT_FALSE(titan.software.elementwise.compiled);
+  EXPECT_EQ(titan.software.optimizer.implementation, strategies::OptimizerImpl::kForeach);
+  EXPECT_DOUBLE_EQ(titan.software.host.dispatch_forward_s, 9e-6);
+  scenario["software"] = "torchtitan-compile";
+  EXPECT_TRUE(read_ok(scenario).software.elementwise.compiled);
+  scenario["software"] = "megatron-lm-2021";
+  const ScenarioSpec old = read_ok(scenario);
+  EXPECT_EQ(old.software.attention, hwmodels::AttentionKernel::kUnfused);
+  EXPECT_EQ(old.software.p2p, strategies::P2pMode::kBlockingSync);
+  EXPECT_EQ(old.software.data_parallel.grad_reduce, strategies::GradReduce::kAfterBackward);
+}
+
+TEST(Software, AnOverrideChangesOneMechanismAndSaysSo) {
+  json scenario = base_scenario();
+  scenario["software"] = {{"base", "torchtitan"}, {"attention", {{"kernel", "fa3"}}}};
+  const ScenarioSpec spec = read_ok(scenario);
+  EXPECT_EQ(spec.software.name, "torchtitan");
+  EXPECT_EQ(spec.software.attention, hwmodels::AttentionKernel::kFlash3);
+  const Mechanism* kernel = find(spec.software, "/software/attention/kernel");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->value, "fa3");
+  EXPECT_EQ(kernel->source, "set in the scenario");
+  // The rest stays the preset's, with the preset's sources.
+  EXPECT_EQ(spec.software.elementwise.norm, strategies::NormImpl::kEagerFp32);
+  const Mechanism* norm = find(spec.software, "/software/elementwise/norm");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_NE(norm->source.find("norms.py"), std::string::npos) << norm->source;
+
+  // An override may give its own source.
+  scenario["software"]["attention"]["sources"] = {{"kernel", "our fork pins FlashAttention-3"}};
+  EXPECT_EQ(find(read_ok(scenario).software, "/software/attention/kernel")->source,
+            "our fork pins FlashAttention-3");
+}
+
+TEST(Software, BadInputNamesThePathAndAFix) {
+  json scenario = base_scenario();
+  scenario["software"] = "torchtitn";
+  Result<ScenarioSpec> r = read(scenario);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(has_problem(r.problems(), "/software", "did you mean 'torchtitan'"))
+      << problems_text(r.problems());
+
+  scenario["software"] = {{"base", "composer"}, {"attention", {{"kernal", "fa2"}}}};
+  r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/software/attention/kernal", "did you mean 'kernel'"))
+      << problems_text(r.problems());
+
+  scenario["software"] = {{"base", "composer"}, {"attention", {{"kernel", "fa5"}}}};
+  r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/software/attention/kernel", "not one of"))
+      << problems_text(r.problems());
+
+  scenario["software"] = {{"base", "composer"}, {"loss", {{"sources", {{"implemntation", "x"}}}}}};
+  r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/software/loss/sources/implemntation",
+                          "did you mean 'implementation'"))
+      << problems_text(r.problems());
+
+  // Without a base every mechanism must be given.
+  scenario["software"] = {{"attention", {{"kernel", "fa2"}}}};
+  r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/software/loss", "missing"))
+      << problems_text(r.problems());
+  EXPECT_TRUE(has_problem(r.problems(), "/software/attention/fused_softmax_max_keys", "missing"))
+      << problems_text(r.problems());
+}
+
+TEST(Software, DescribeListsEveryPresetWithItsSources) {
+  const std::string text = describe_text();
+  for (const std::string& name : builtin_presets().names("software")) {
+    EXPECT_NE(text.find("\n" + name + ": "), std::string::npos) << name;
+  }
+  EXPECT_NE(text.find("attention.kernel = sdpa: F.scaled_dot_product_attention"),
+            std::string::npos);
+  EXPECT_NE(text.find("/software/data_parallel/backward_prefetch"), std::string::npos);
+  const json described = json::parse(describe_json_text());
+  ASSERT_TRUE(described["software_presets"].contains("composer"));
+  EXPECT_FALSE(described["software_presets"]["composer"]["mechanisms"].empty());
+}
+
+TEST(PowerLimit, DefaultsToTheBoardPowerAndIsChecked) {
+  json scenario = base_scenario();
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.power_limit_w, 700.0);
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.board_power_w, 700.0);
+  scenario["cluster"]["gpu"] = {{"base", "h100-sxm-80g"}, {"power_limit", "500 W"}};
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.power_limit_w, 500.0);
+  scenario["cluster"]["gpu"]["power_limit"] = "0.8 kW";
+  Result<ScenarioSpec> r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/cluster/gpu/power_limit", "above the board power"))
+      << problems_text(r.problems());
+  scenario["cluster"]["gpu"]["power_limit"] = "500 GB/s";
+  r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/cluster/gpu/power_limit", "expected a power"))
+      << problems_text(r.problems());
+}
+
+}  // namespace
+}  // namespace podsim::scenarios

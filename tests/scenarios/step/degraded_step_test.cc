@@ -1,0 +1,143 @@
+// Stragglers in the simulated step (/degraded): a slow GPU or a slow NIC on
+// one rank, simulated with every rank, and what the synchronous schedule
+// makes of it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "scenarios/input/reader.h"
+#include "scenarios/step/simulate.h"
+
+namespace podsim::scenarios {
+namespace {
+
+Report simulate_json(const std::string& json) {
+  Result<ScenarioSpec> spec = read_scenario_text(json);
+  if (!spec.ok()) {
+    ADD_FAILURE() << spec.problems().front().to_string();
+    return {};
+  }
+  Result<Report> report = simulate(spec.value());
+  if (!report.ok()) {
+    ADD_FAILURE() << report.problems().front().to_string();
+    return {};
+  }
+  return report.value();
+}
+
+/// Pure data parallelism on `dp` GPUs, the gradient all-reduce after the
+/// backward pass (no overlap), plus `extra` keys.
+std::string data_parallel(int dp, int nodes, const std::string& extra) {
+  return R"({"model": {"layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
+                       "vocab": 32000},
+             "cluster": {"base": "dgx-h100-superpod", "nodes": )" +
+         std::to_string(nodes) + R"(},
+             "training": {"seq_len": 2048, "global_batch": )" +
+         std::to_string(2 * dp) + R"(},
+             "parallelism": {"dp": )" +
+         std::to_string(dp) + R"(}, "options": {"overlap": {"dp": false}})" + extra + "}";
+}
+
+// Every rank computes its micro-batches, then the all-reduce starts once all
+// members have their gradients, then each rank runs its optimizer. With
+// rank 2 of 4 computing f times as long, the all-reduce waits f x compute,
+// takes what it took (the same flows on the same links), and the slow
+// rank's optimizer, f times its own, ends the step:
+//   step = f x (compute + optimizer) + all-reduce.
+TEST(DegradedStep, AStragglerSlowsASynchronousDataParallelStepByItsSchedule) {
+  const Report healthy = simulate_json(data_parallel(4, 1, ""));
+  for (const double f : {1.25, 1.5, 3.0}) {
+    const Report slow = simulate_json(data_parallel(
+        4, 1, R"(, "degraded": {"gpu": {"rank": 2, "slowdown": )" + std::to_string(f) + "}}"));
+    EXPECT_EQ(slow.simulation_mode, "every_rank");
+    EXPECT_EQ(slow.simulated_ranks, 4);
+    const Breakdown& h = healthy.breakdown;
+    const double expected = f * (h.compute + h.optimizer) + h.exposed_comm.dp;
+    EXPECT_GT(h.exposed_comm.dp, 0.1 * healthy.step_time_s);  // the all-reduce counts
+    EXPECT_NEAR(slow.step_time_s, expected, 1e-8) << "f = " << f;
+    EXPECT_NEAR(slow.breakdown.exposed_comm.dp, h.exposed_comm.dp, 1e-8);
+  }
+}
+
+// Tensor parallelism over 2 GPUs: every layer's collectives wait for both
+// members, so the healthy rank computes at the slow one's pace: the step is
+// the same whichever rank is slow, and the compute of rank 0 (the one the
+// breakdown reports on ties) doubles when rank 1 is 2x slow, but for the SM
+// contention of the backward's reductions overlapped with the weight
+// gradients (Megatron), which lasts as long as the reductions do. The
+// reductions not overlapped take what they took.
+TEST(DegradedStep, TensorParallelPeersWaitForTheSlowRankEveryLayer) {
+  auto tensor_parallel = [](const std::string& extra) {
+    return R"({"model": {"layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
+                         "vocab": 32000},
+               "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
+               "training": {"seq_len": 2048, "global_batch": 2},
+               "parallelism": {"tp": 2})" +
+           extra + "}";
+  };
+  const Report healthy = simulate_json(tensor_parallel(""));
+  const Report slow0 =
+      simulate_json(tensor_parallel(R"(, "degraded": {"gpu": {"rank": 0, "slowdown": 2}})"));
+  const Report slow1 =
+      simulate_json(tensor_parallel(R"(, "degraded": {"gpu": {"rank": 1, "slowdown": 2}})"));
+  EXPECT_DOUBLE_EQ(slow0.step_time_s, slow1.step_time_s);
+  const Breakdown& h = healthy.breakdown;
+  EXPECT_LE(slow1.breakdown.compute, 2 * h.compute);
+  EXPECT_GT(slow1.breakdown.compute, 1.95 * h.compute);
+  EXPECT_DOUBLE_EQ(slow1.breakdown.exposed_comm.tp, h.exposed_comm.tp);
+  EXPECT_GT(slow1.step_time_s, 1.9 * healthy.step_time_s);
+
+  // Op by op: each forward and backward of the healthy rank 0 lasts exactly
+  // as long as the same task of the slow rank 1.
+  Result<ScenarioSpec> spec =
+      read_scenario_text(tensor_parallel(R"(, "degraded": {"gpu": {"rank": 1, "slowdown": 2}})"));
+  ASSERT_TRUE(spec.ok());
+  Result<StepDetail> detail = simulate_detailed(spec.value());
+  ASSERT_TRUE(detail.ok());
+  const strategies::Schedule& schedule = detail.value().schedule;
+  const StepTimeline& timeline = detail.value().timeline;
+  ASSERT_EQ(schedule.ranks.size(), 2u);
+  auto duration = [&](uint32_t id) {
+    return (timeline.tasks[id].end - timeline.tasks[id].start).seconds();
+  };
+  int compared = 0;
+  for (uint32_t id = schedule.rank_begin[0]; id < schedule.rank_begin[1]; ++id) {
+    const strategies::TaskKind kind = schedule.tasks[id].kind;
+    if (kind != strategies::TaskKind::kForward && kind != strategies::TaskKind::kBackward) continue;
+    const uint32_t peer = id - schedule.rank_begin[0] + schedule.rank_begin[1];
+    EXPECT_EQ(schedule.tasks[peer].kind, kind);
+    EXPECT_DOUBLE_EQ(duration(id), duration(peer)) << schedule.task_name(id);
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+TEST(DegradedStep, ASlowdownOfOneChangesNothing) {
+  const Report healthy = simulate_json(data_parallel(4, 1, ""));
+  const Report one =
+      simulate_json(data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 0, "slowdown": 1}})"));
+  EXPECT_EQ(healthy.simulation_mode, "symmetric");
+  EXPECT_DOUBLE_EQ(one.step_time_s, healthy.step_time_s);
+}
+
+// Data parallelism over two nodes: the all-reduce crosses the NICs, and one
+// NIC at a quarter of its rate is where its inter-node traffic queues; the
+// compute does not change.
+TEST(DegradedStep, ASlowNicSlowsTheDataParallelSyncThatCrossesIt) {
+  const Report healthy = simulate_json(data_parallel(16, 2, ""));
+  const Report slow = simulate_json(
+      data_parallel(16, 2, R"(, "degraded": {"nic": {"rank": 3, "rate_fraction": 0.25}})"));
+  EXPECT_GT(slow.breakdown.exposed_comm.dp, 1.5 * healthy.breakdown.exposed_comm.dp);
+  EXPECT_NEAR(slow.breakdown.compute, healthy.breakdown.compute, 1e-9);
+  EXPECT_GT(slow.step_time_s, healthy.step_time_s);
+}
+
+TEST(DegradedStep, ARankOutsideTheJobIsAnErrorNamingItsPath) {
+  Result<ScenarioSpec> spec = read_scenario_text(
+      data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 4, "slowdown": 2}})"));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.problems().front().path, "/degraded/gpu/rank");
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
