@@ -54,9 +54,11 @@ std::string shape_text(const ExecOp& op) {
   return "";
 }
 
-/// Left-aligned (or right-aligned) in a column of `width`.
+/// Left-aligned (or right-aligned) in a column of `width`. A text as wide
+/// as its column or wider keeps a space on the side of its neighbour, so
+/// "-" and "45898.993 ms" never print as "-45898.993 ms".
 std::string cell(const std::string& text, size_t width, bool right = false) {
-  if (text.size() >= width) return text;
+  if (text.size() >= width) return right ? " " + text : text + " ";
   const std::string pad(width - text.size(), ' ');
   return right ? pad + text : text + pad;
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
+#include <vector>
 
 namespace podsim::calibration {
 namespace {
@@ -320,7 +322,13 @@ class Reader {
   int integer(const json& v, const std::string& path) const {
     if (!v.is_number_integer())
       fail(path, "expected an integer, found " + std::string(v.type_name()), kRegenerate);
-    return v.get<int>();
+    constexpr int64_t kLeast = std::numeric_limits<int>::min();
+    constexpr int64_t kMost = std::numeric_limits<int>::max();
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(kMost)
+                          : v.get<int64_t>() >= kLeast && v.get<int64_t>() <= kMost;
+    if (!fits) fail(path, "integer " + v.dump() + " is out of range", kRegenerate);
+    return static_cast<int>(v.get<int64_t>());
   }
   std::string string(const json& v, const std::string& path) const {
     if (!v.is_string())
@@ -519,7 +527,12 @@ Profile profile_from_json(std::string_view text, std::string_view origin) {
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ProfileError(std::string(origin) + ": not valid JSON (" + e.what() + "); " +
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1,
+    // column 2: ..."; the library's id stays out of the message.
+    const std::string what = e.what();
+    const size_t id_end = what.find("] ");
+    throw ProfileError(std::string(origin) + ": not valid JSON (" +
+                       (id_end == std::string::npos ? what : what.substr(id_end + 2)) + "); " +
                        Reader::kRegenerate);
   }
   if (!j.is_object()) r.fail("$", "expected a JSON object", Reader::kRegenerate);
@@ -587,6 +600,10 @@ void write_profile(const Profile& profile, const std::string& path) {
 }
 
 Profile read_profile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw ProfileError(path + ": is a directory, not a calibration profile");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ProfileError(path +
@@ -594,9 +611,19 @@ Profile read_profile(const std::string& path) {
                        "`podsim calibrate --out " +
                        path + "` on the GPU");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return profile_from_json(text.str(), path);
+  // Read in pieces up to a bound: /dev/zero or a stray huge file must not
+  // exhaust memory (a profile is tens of kilobytes).
+  constexpr size_t kMaxProfileBytes = 64u << 20;
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxProfileBytes) {
+      throw ProfileError(path + ": larger than 64 MiB, not a calibration profile");
+    }
+  }
+  return profile_from_json(text, path);
 }
 
 }  // namespace podsim::calibration

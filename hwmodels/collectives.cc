@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "hwmodels/collective_algorithms.h"
@@ -39,27 +40,74 @@ namespace {
 constexpr int kSimple = static_cast<int>(Protocol::kSimple);
 
 // Busiest link time and the cross-domain path latency of each phase.
+/// The engine routes of `plan` on an engine that gets an engine link for each
+/// link the plan's transfers cross (the ones Fabric::instantiate would give
+/// one) and for no other. A collective predicted alone touches a few links of
+/// a fabric that may have 150,000: instantiating all of them was most of a
+/// prediction's cost. The links are created in the fabric's order, so the
+/// only place the solver looks at link indices, the tie-break of its fill
+/// heap, orders them as on a whole-fabric instance: the run is the same.
+std::vector<Route> routes_on_own_links(const Fabric& fabric, const CollectivePlan& plan,
+                                       sim::Engine& engine) {
+  std::vector<FabricPath> paths;
+  paths.reserve(plan.flow_count());
+  std::vector<uint32_t> used;
+  const bool prune = fabric.options().prune_unconstrained;
+  for (const Phase& ph : plan.phases) {
+    for (const Transfer& t : ph.transfers) {
+      paths.push_back(fabric.path(t.src, t.dst));
+      for (uint32_t l : paths.back().links) {
+        if (fabric.link(l).constrained || !prune) used.push_back(l);
+      }
+    }
+  }
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  for (uint32_t l : used) engine.add_link(fabric.link(l).capacity_bytes_per_s);
+  std::vector<Route> routes;
+  routes.reserve(paths.size());
+  size_t next = 0;
+  for (const Phase& ph : plan.phases) {
+    for (const Transfer& t : ph.transfers) {
+      const FabricPath& p = paths[next++];
+      Route r;
+      r.latency_s = p.latency_s;
+      for (uint32_t l : p.links) {
+        const auto it = std::lower_bound(used.begin(), used.end(), l);
+        if (it == used.end() || *it != l) continue;  // never a bottleneck: no engine link
+        r.hops.push_back(
+            sim::PathHop{sim::LinkId{static_cast<uint32_t>(it - used.begin())}, t.multiplicity});
+      }
+      routes.push_back(std::move(r));
+    }
+  }
+  return routes;
+}
+
 void measure(const Fabric& f, Skeleton& sk) {
-  std::vector<double> load(f.link_count(), 0.0);
-  std::vector<uint32_t> touched;
+  // A phase touches a few links of what may be a 24,000-GPU fabric: its
+  // loads are (link, bytes) pairs summed per link in transfer order, not a
+  // vector over every link (that memset was most of a plan's cost).
+  std::vector<std::pair<uint32_t, double>> loads;
   for (SkelPhase& ph : sk.phases) {
-    touched.clear();
+    loads.clear();
     ph.max_link_time_s = 0;
     ph.inter_latency_s = 0;
     for (const auto& [key, count] : ph.bytes) {
       const auto& [src, dst, bytes] = key;
       const FabricPath p = f.path(src, dst);
-      for (uint32_t l : p.links) {
-        if (load[l] == 0.0) touched.push_back(l);
-        load[l] += bytes * count;
-      }
+      for (uint32_t l : p.links) loads.emplace_back(l, bytes * count);
       if (src != kInNetwork && dst != kInNetwork && f.domain_of(src) != f.domain_of(dst)) {
         ph.inter_latency_s = std::max(ph.inter_latency_s, p.latency_s);
       }
     }
-    for (uint32_t l : touched) {
-      ph.max_link_time_s = std::max(ph.max_link_time_s, load[l] / f.link(l).capacity_bytes_per_s);
-      load[l] = 0.0;
+    std::stable_sort(loads.begin(), loads.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < loads.size();) {
+      const uint32_t link = loads[i].first;
+      double load = 0;
+      for (; i < loads.size() && loads[i].first == link; ++i) load += loads[i].second;
+      ph.max_link_time_s = std::max(ph.max_link_time_s, load / f.link(link).capacity_bytes_per_s);
     }
   }
 }
@@ -285,8 +333,10 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
       if (protocol && *protocol != p) continue;
       if (sk.simple_only && p != Protocol::kSimple) continue;
+      // The first candidate stands even when its estimate is infinite (links
+      // too slow for any finite time): the engine reports such a time.
       const double t = estimate(sk, p, params);
-      if (t < best_time) {
+      if (!found || t < best_time) {
         best_time = t;
         best_proto = p;
         found = true;
@@ -294,8 +344,9 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
       }
     }
   }
-  if (!found) {
-    throw std::invalid_argument("collective: protocol " + std::string(to_string(*protocol)) +
+  if (!found) {  // only a protocol the algorithm lacks leaves no candidate
+    throw std::invalid_argument("collective: protocol " +
+                                std::string(protocol ? to_string(*protocol) : "(any)") +
                                 " is not available for the requested algorithm");
   }
   return realise(best, best_proto, params, op, l, bytes);
@@ -385,13 +436,17 @@ CollectiveResult predict_collective(const Fabric& fabric, CollectiveOp op,
   sim::Engine engine;
   const size_t flows = result.plan.flow_count();
   engine.reserve(flows + 2 * result.plan.phases.size() + 1, 2 * flows + 2);
-  const FabricInstance inst = fabric.instantiate(engine);
-  const sim::ActivityId end = schedule_collective(engine, inst, result.plan);
+  const sim::ActivityId end =
+      add_collective(engine, result.plan, routes_on_own_links(fabric, result.plan, engine)).exit;
   const sim::RunResult run = engine.run();
+  result.events = run.events;
+  if (run.beyond_clock) {
+    result.time_s = std::numeric_limits<double>::infinity();
+    return result;
+  }
   if (!run.completed()) {
     throw std::logic_error("collective: simulation did not complete: " + run.deadlock_report);
   }
-  result.events = run.events;
   result.time_s = engine.finish_time(end).seconds();
   if (result.time_s > 0) {
     result.algbw_bytes_per_s = bytes / result.time_s;
@@ -410,7 +465,9 @@ std::vector<CollectiveResult> collective_sweep(const ClusterSpec& cluster, Colle
                                 cluster.name + "' has " + std::to_string(cluster.nodes) +
                                 " nodes x " + std::to_string(cluster.gpus_per_node) + " GPUs)");
   }
-  const Fabric fabric = Fabric::build(cluster);
+  FabricOptions options;
+  options.gpus = gpus;
+  const Fabric fabric = Fabric::build(cluster, options);
   const std::vector<int64_t> group = gpu_range(0, gpus);
   const CollectiveParams params = CollectiveParams::for_gpu(cluster.gpu);
   std::vector<CollectiveResult> out;

@@ -192,6 +192,8 @@ sim::ActivityId schedule_collective(sim::Engine& engine, const FabricInstance& f
 /// A collective simulated alone on a private engine.
 struct CollectiveResult {
   CollectivePlan plan;  ///< what ran (algorithm, protocol, phases)
+  /// Infinity when the collective would outlast the engine's clock (~106
+  /// days: links far too slow for its bytes); algbw and busbw are then 0.
   double time_s = 0;
   double algbw_bytes_per_s = 0;  ///< bytes / time (0 when time is 0)
   double busbw_bytes_per_s = 0;  ///< algbw x bus_bandwidth_factor

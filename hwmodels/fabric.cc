@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,6 +30,91 @@ std::string format_rate(double bytes_per_s) {
 }
 
 bool in_unit_interval(double x) { return x > 0 && x <= 1.0; }
+
+/// No link is slower than this: bandwidth x efficiency below it is a typo
+/// or an underflow (5e-324 B/s x 0.5 is 0), never hardware.
+constexpr double kMinLinkBytesPerS = 1.0;
+
+SpecProblem too_slow(const std::string& path, const char* key, double bandwidth,
+                     double efficiency) {
+  char text[160];
+  std::snprintf(text, sizeof text, "%s x efficiency = %.3g B/s x %.3g = %.3g B/s is below 1 B/s",
+                key, bandwidth, efficiency, bandwidth * efficiency);
+  return {path, text,
+          "check the bandwidth and its unit ('400 Gb/s', '450 GB/s') and the efficiency, the "
+          "fraction of it payload reaches"};
+}
+
+/// The nodes a fabric builds: those of GPUs 0..options.gpus-1, in whole
+/// NVLink domains (all nodes when options.gpus is 0).
+int64_t built_nodes(const ClusterSpec& spec, const FabricOptions& options) {
+  if (options.gpus <= 0 || spec.gpus_per_node <= 0) return spec.nodes;
+  const int domain = spec.scale_up_domain();
+  const int64_t domain_nodes = std::max(1, domain / spec.gpus_per_node);
+  const int64_t needed = (options.gpus + spec.gpus_per_node - 1) / spec.gpus_per_node;
+  return std::min<int64_t>(spec.nodes, (needed + domain_nodes - 1) / domain_nodes * domain_nodes);
+}
+
+/// More links than this would take gigabytes (and overflow the 32-bit
+/// vertex and link indices well before 2^32).
+constexpr int64_t kMaxFabricLinks = int64_t{1} << 25;
+
+/// Capacities of the tier uplinks of the whole cluster, built or not: a
+/// tier-0 switch takes its NICs' links, a group above the sum of its
+/// children's uplinks, each uplink that over the oversubscription of the tier
+/// above. Sums run term by term in the order the links are laid out, as
+/// adding them up link by link does; groups differ only in how many nodes
+/// they hold (the cluster's last group may be partial), so each tier keeps
+/// the two values it needs.
+class TierCapacities {
+ public:
+  TierCapacities(const ClusterSpec& spec, const std::vector<int>& tier_nodes, double nic_cap)
+      : spec_(spec), tier_nodes_(tier_nodes), nic_cap_(nic_cap) {}
+
+  /// Uplink capacity of group `group` of tier t into tier t+1.
+  double uplink(int t, int64_t group) const {
+    const int64_t per = tier_nodes_[static_cast<size_t>(t)];
+    const int64_t nodes = std::min(per, spec_.nodes - group * per);
+    return below(t, nodes) / spec_.scale_out.tiers[static_cast<size_t>(t + 1)].oversubscription;
+  }
+
+ private:
+  /// What a tier-t switch of a group of `nodes` nodes takes from below.
+  double below(int t, int64_t nodes) const {
+    const auto key = std::make_pair(t, nodes);
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    double sum = 0;
+    if (t == 0) {
+      // One NIC per node on a rail switch; every NIC of the node otherwise.
+      const int64_t links =
+          spec_.scale_out.rail_optimized ? nodes : nodes * spec_.scale_out.nics_per_node;
+      sum = repeated_sum(0.0, nic_cap_, links);
+    } else {
+      const int64_t per = tier_nodes_[static_cast<size_t>(t - 1)];
+      const int64_t switches =
+          (t == 1 && spec_.scale_out.rail_optimized) ? spec_.scale_out.nics_per_node : 1;
+      sum = repeated_sum(0.0, uplink_of(t - 1, per), nodes / per * switches);
+      if (nodes % per != 0) sum = repeated_sum(sum, uplink_of(t - 1, nodes % per), switches);
+    }
+    memo_.emplace(key, sum);
+    return sum;
+  }
+  double uplink_of(int t, int64_t nodes) const {
+    return below(t, nodes) / spec_.scale_out.tiers[static_cast<size_t>(t + 1)].oversubscription;
+  }
+  /// `start` plus `count` terms of `value`, added one by one (past a
+  /// million terms, a product: within 1e-10 of the sum, and not slow).
+  static double repeated_sum(double start, double value, int64_t count) {
+    if (count > 1'000'000) return start + value * static_cast<double>(count);
+    for (int64_t i = 0; i < count; ++i) start += value;
+    return start;
+  }
+
+  const ClusterSpec& spec_;
+  const std::vector<int>& tier_nodes_;
+  double nic_cap_;
+  mutable std::map<std::pair<int, int64_t>, double> memo_;
+};
 
 }  // namespace
 
@@ -201,8 +287,26 @@ void validate_topology(const ClusterSpec& c, int domain, std::vector<SpecProblem
 
 }  // namespace
 
-std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
+std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c, const FabricOptions& options) {
   std::vector<SpecProblem> out;
+  if (c.nodes > 0 && c.gpus_per_node > 0) {
+    // Two directed links per GPU port (NVLink, one per NIC it reaches) and
+    // per NIC; switches add fewer than NICs.
+    const int64_t nodes = built_nodes(c, options);
+    const int64_t gpus = nodes * c.gpus_per_node;
+    const int64_t nics = nodes * std::max(0, c.scale_out.nics_per_node);
+    const int64_t nics_per_gpu = std::max<int64_t>(1, nics / std::max<int64_t>(1, gpus));
+    const int64_t links = 2 * (gpus + gpus * nics_per_gpu + 2 * nics);
+    if (links > kMaxFabricLinks) {
+      out.push_back({"",
+                     "the network of the " + std::to_string(gpus) + " GPUs simulated (" +
+                         std::to_string(nics) + " NICs) has about " + std::to_string(links) +
+                         " links, more than podsim builds (" + std::to_string(kMaxFabricLinks) +
+                         ")",
+                     "simulate fewer GPUs, or fewer NICs per node"});
+      return out;
+    }
+  }
   if (c.nodes <= 0) out.push_back({"nodes", "must be a positive number of nodes", ""});
   if (c.gpus_per_node <= 0) {
     out.push_back({"gpus_per_node", "must be positive", ""});
@@ -227,9 +331,11 @@ std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
   if (domain > 1) {
     if (!(c.scale_up.bw_bytes_per_s > 0)) {
       out.push_back({"scale_up/bandwidth", "must be positive when domains hold several GPUs", ""});
-    }
-    if (!in_unit_interval(c.scale_up.efficiency)) {
+    } else if (!in_unit_interval(c.scale_up.efficiency)) {
       out.push_back({"scale_up/efficiency", "must be in (0, 1]", "1 = line rate"});
+    } else if (!(c.scale_up.bw_bytes_per_s * c.scale_up.efficiency >= kMinLinkBytesPerS)) {
+      out.push_back(too_slow("scale_up/bandwidth", "bandwidth", c.scale_up.bw_bytes_per_s,
+                             c.scale_up.efficiency));
     }
     if (c.scale_up.latency_s < 0) out.push_back({"scale_up/latency", "must be >= 0", ""});
   }
@@ -250,11 +356,14 @@ std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
                        std::to_string(c.gpus_per_node) + " GPUs per node",
                    "use a divisor or a multiple of gpus_per_node"});
   }
+  const double nic_cap = so.nic_bw_bytes_per_s * so.efficiency;
   if (!(so.nic_bw_bytes_per_s > 0)) {
     out.push_back({"scale_out/nic_bandwidth", "must be positive", ""});
-  }
-  if (!in_unit_interval(so.efficiency)) {
+  } else if (!in_unit_interval(so.efficiency)) {
     out.push_back({"scale_out/efficiency", "must be in (0, 1]", "1 = line rate"});
+  } else if (!(nic_cap >= kMinLinkBytesPerS)) {
+    out.push_back(
+        too_slow("scale_out/nic_bandwidth", "nic_bandwidth", so.nic_bw_bytes_per_s, so.efficiency));
   }
   if (so.latency_s < 0) out.push_back({"scale_out/latency", "must be >= 0", ""});
   if (so.tiers.empty()) {
@@ -263,6 +372,9 @@ std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
     return out;
   }
   int inner = 1;
+  // A tier link carries at least one NIC's share, divided by every
+  // oversubscription on the way up.
+  double least_tier_cap = nic_cap;
   for (size_t t = 0; t < so.tiers.size(); ++t) {
     const TierSpec& tier = so.tiers[t];
     const std::string path = "scale_out/tiers/" + std::to_string(t);
@@ -286,6 +398,14 @@ std::vector<SpecProblem> Fabric::validate(const ClusterSpec& c) {
                      "the first tier's downlinks are the NIC links; oversubscription there has no "
                      "meaning",
                      "put the downlink:uplink ratio on the tier above (the groups below it)"});
+    } else if (t > 0 && nic_cap >= kMinLinkBytesPerS) {
+      least_tier_cap /= tier.oversubscription;
+      if (!(least_tier_cap >= kMinLinkBytesPerS)) {
+        out.push_back({path + "/oversubscription",
+                       "leaves uplinks of less than 1 B/s (the NIC bandwidth divided by the "
+                       "oversubscriptions up to this tier)",
+                       "oversubscription is downlink:uplink, e.g. 7 for 1:7"});
+      }
     }
     inner = std::max(inner, nodes);
   }
@@ -312,7 +432,7 @@ Fabric& Fabric::operator=(Fabric&&) noexcept = default;
 Fabric::~Fabric() = default;
 
 Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
-  const std::vector<SpecProblem> problems = validate(spec);
+  const std::vector<SpecProblem> problems = validate(spec, options);
   if (!problems.empty()) {
     std::string msg = "cluster '" + spec.name + "' is not a valid fabric:";
     for (const SpecProblem& p : problems) msg += "\n  " + p.to_string();
@@ -322,13 +442,14 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
   m->spec = spec;
   m->options = options;
   m->gpn = spec.gpus_per_node;
-  m->gpus = spec.total_gpus();
   m->domain = spec.scale_up_domain();
   m->topology = spec.scale_up.topology;
   m->has_nvlink = m->domain > 1;
   // A single NVLink domain needs no network (validate() does not check the
   // scale-out part then, so none is built).
-  m->has_network = m->gpus > m->domain;
+  m->has_network = spec.total_gpus() > m->domain;
+  const int64_t nodes = built_nodes(spec, options);
+  m->gpus = nodes * m->gpn;
   const ScaleOutSpec& so = spec.scale_out;
   if (m->has_network) {
     m->npn = so.nics_per_node;
@@ -337,8 +458,13 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
   }
   const bool prune = options.prune_unconstrained;
 
-  // Vertices: GPUs first, so a GPU's vertex index is its id.
-  m->vertices.reserve(static_cast<size_t>(m->gpus) * 2);
+  // Vertices: GPUs first, so a GPU's vertex index is its id. Links: two per
+  // GPU port (NVLink, PCIe to each NIC it reaches) and per NIC, fewer for the
+  // switches above.
+  const auto gpus = static_cast<size_t>(m->gpus);
+  const size_t nics_built = m->has_network ? static_cast<size_t>(nodes * m->npn) : 0;
+  m->vertices.reserve(gpus * 2 + nics_built);
+  m->links.reserve(2 * (gpus + gpus * static_cast<size_t>(m->nics_per_gpu) + 2 * nics_built));
   for (int64_t g = 0; g < m->gpus; ++g) m->add_vertex({VertexKind::kGpu, -1, g, -1});
   m->first_nvswitch = static_cast<uint32_t>(m->vertices.size());
   const int64_t domains = (m->gpus + m->domain - 1) / m->domain;
@@ -347,7 +473,7 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
     for (int64_t d = 0; d < domains; ++d) m->add_vertex({VertexKind::kNvSwitch, -1, d, -1});
   }
   m->first_nic = static_cast<uint32_t>(m->vertices.size());
-  const int64_t nics = m->has_network ? static_cast<int64_t>(spec.nodes) * m->npn : 0;
+  const int64_t nics = m->has_network ? nodes * m->npn : 0;
   for (int64_t n = 0; n < nics; ++n) {
     m->add_vertex({VertexKind::kNic, -1, n, static_cast<int>(n % m->npn)});
   }
@@ -421,20 +547,19 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
         m->pcie_down[k] = m->add_link(nv, gv, LinkKind::kPcieDown, nic_cap, 0.0, !prune);
       }
     }
-    // Tier switches, innermost first; each tier's switches get their uplink to
-    // the tier above once that tier exists.
+    // Tier switches, innermost first: the groups that hold built nodes.
     const int tiers = static_cast<int>(so.tiers.size());
     for (const TierSpec& t : so.tiers) {
       m->tier_nodes.push_back(t.nodes == 0 ? spec.nodes : std::min(t.nodes, spec.nodes));
     }
     const bool rails = so.rail_optimized;
+    const TierCapacities caps(spec, m->tier_nodes, nic_cap);
     std::vector<std::vector<uint32_t>> tier_switch(static_cast<size_t>(tiers));
-    std::vector<double> down_cap;  // per vertex: capacity of the links below it
     for (int t = 0; t < tiers; ++t) {
       const int per = m->tier_nodes[static_cast<size_t>(t)];
-      const int groups = (spec.nodes + per - 1) / per;
+      const int64_t groups = (nodes + per - 1) / per;
       const int per_group = (t == 0 && rails) ? m->npn : 1;
-      for (int g = 0; g < groups; ++g) {
+      for (int64_t g = 0; g < groups; ++g) {
         for (int r = 0; r < per_group; ++r) {
           tier_switch[static_cast<size_t>(t)].push_back(
               m->add_vertex({VertexKind::kSwitch, t, g, per_group > 1 ? r : -1}));
@@ -443,16 +568,15 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
     }
     m->up_link.assign(m->vertices.size(), kNone);
     m->down_link.assign(m->vertices.size(), kNone);
-    down_cap.assign(m->vertices.size(), 0.0);
     // NIC <-> first tier.
     m->nic_up.resize(static_cast<size_t>(nics));
     m->nic_down.resize(static_cast<size_t>(nics));
     m->nic_switch.resize(static_cast<size_t>(nics));
     const int per0 = m->tier_nodes[0];
     for (int64_t n = 0; n < nics; ++n) {
-      const int node = static_cast<int>(n / m->npn);
+      const int64_t node = n / m->npn;
       const int rail = static_cast<int>(n % m->npn);
-      const int group = node / per0;
+      const int64_t group = node / per0;
       const uint32_t sw =
           tier_switch[0][static_cast<size_t>(group * (rails ? m->npn : 1) + (rails ? rail : 0))];
       const auto nv = static_cast<uint32_t>(m->first_nic + n);
@@ -461,7 +585,6 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
       m->nic_down[static_cast<size_t>(n)] =
           m->add_link(sw, nv, LinkKind::kNicDown, nic_cap, hop_lat, true);
       m->nic_switch[static_cast<size_t>(n)] = sw;
-      down_cap[sw] += nic_cap;
     }
     // Tier t -> t+1 aggregate links: capacity = what the group can take from
     // below / oversubscription of the tier above. With oversubscription <= 1
@@ -473,15 +596,14 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
       const double os = so.tiers[static_cast<size_t>(t + 1)].oversubscription;
       for (uint32_t sw : tier_switch[static_cast<size_t>(t)]) {
         const FabricVertex& v = m->vertices[sw];
-        const int parent_group = static_cast<int>(v.index) * per / per_up;
+        const int64_t parent_group = v.index * per / per_up;
         // Tiers above the first have one (aggregate) switch per group.
         const uint32_t parent =
             tier_switch[static_cast<size_t>(t + 1)][static_cast<size_t>(parent_group)];
-        const double cap = down_cap[sw] / os;
+        const double cap = caps.uplink(t, v.index);
         const bool constrained = !prune || os > 1.0;
         m->up_link[sw] = m->add_link(sw, parent, LinkKind::kTierUp, cap, hop_lat, constrained);
         m->down_link[sw] = m->add_link(parent, sw, LinkKind::kTierDown, cap, hop_lat, constrained);
-        down_cap[parent] += cap;
       }
     }
   }
@@ -727,16 +849,8 @@ int Fabric::bfs_hop_count(int64_t src, int64_t dst) const {
 
 FabricInstance Fabric::instantiate(sim::Engine& engine,
                                    std::span<const double> capacity_factor) const {
-  std::vector<uint32_t> ids(impl_->links.size(), kNone);
-  for (uint32_t l = 0; l < impl_->links.size(); ++l) {
-    const FabricLink& k = impl_->links[l];
-    const double factor = capacity_factor.empty() ? 1.0 : capacity_factor[l];
-    // A degraded link may become the bottleneck its healthy self never was.
-    if (k.constrained || !impl_->options.prune_unconstrained || factor < 1) {
-      ids[l] = engine.add_link(k.capacity_bytes_per_s * factor).index;
-    }
-  }
-  return FabricInstance(this, std::move(ids));
+  return FabricInstance(this, &engine,
+                        std::vector<double>(capacity_factor.begin(), capacity_factor.end()));
 }
 
 std::vector<uint32_t> Fabric::nic_links(int64_t nic) const {
@@ -759,13 +873,19 @@ Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const 
   r.latency_s = p.latency_s;
   r.hops.reserve(p.links.size());
   for (uint32_t l : p.links) {
-    if (engine_links_[l] != kNone) r.hops.push_back(sim::PathHop{sim::LinkId{engine_links_[l]}, 1});
+    if (has_engine_link(l)) r.hops.push_back(sim::PathHop{engine_link(l), 1});
   }
   return r;
 }
 
+double FabricInstance::capacity_factor(uint32_t fabric_link) const {
+  return capacity_factor_.empty() ? 1.0 : capacity_factor_.at(fabric_link);
+}
+
 bool FabricInstance::has_engine_link(uint32_t fabric_link) const {
-  return engine_links_.at(fabric_link) != kNone;
+  // A degraded link may become the bottleneck its healthy self never was.
+  return fabric_->link(fabric_link).constrained || !fabric_->options().prune_unconstrained ||
+         capacity_factor(fabric_link) < 1;
 }
 
 sim::LinkId FabricInstance::engine_link(uint32_t fabric_link) const {
@@ -773,7 +893,14 @@ sim::LinkId FabricInstance::engine_link(uint32_t fabric_link) const {
     throw std::invalid_argument("fabric link " + std::to_string(fabric_link) +
                                 " has no engine link (never a bottleneck)");
   }
-  return sim::LinkId{engine_links_[fabric_link]};
+  const auto [it, added] = engine_links_.try_emplace(fabric_link, 0);
+  if (added) {
+    it->second = engine_
+                     ->add_link(fabric_->link(fabric_link).capacity_bytes_per_s *
+                                capacity_factor(fabric_link))
+                     .index;
+  }
+  return sim::LinkId{it->second};
 }
 
 }  // namespace podsim::hwmodels

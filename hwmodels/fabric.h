@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,13 @@ struct FabricOptions {
   /// Leave links that can never be a bottleneck out of engine paths. Off: every
   /// link becomes an engine link (for checking that pruning changes nothing).
   bool prune_unconstrained = true;
+  /// Build only GPUs 0..gpus-1 (rounded up to whole NVLink domains) and what
+  /// connects them: their nodes' NICs and the tier groups above those. Every
+  /// link built has the capacity it has in the whole cluster (a tier group's
+  /// uplink counts all the nodes under it, built or not), so a job on the
+  /// first GPUs prices alike; a 10,000,000-node cluster costs an 8-GPU job
+  /// nothing. 0 = the whole cluster.
+  int64_t gpus = 0;
 };
 
 class FabricInstance;
@@ -116,8 +124,10 @@ class FabricInstance;
 /// another latency_s; GPU <-> NIC (PCIe) 0.
 class Fabric {
  public:
-  /// Every problem with `spec` as a fabric (empty = buildable).
-  static std::vector<SpecProblem> validate(const ClusterSpec& spec);
+  /// Every problem with `spec` as a fabric built with `options` (empty =
+  /// buildable), including a fabric too large to build.
+  static std::vector<SpecProblem> validate(const ClusterSpec& spec,
+                                           const FabricOptions& options = FabricOptions{});
   /// Throws std::invalid_argument listing validate()'s problems.
   static Fabric build(const ClusterSpec& spec, FabricOptions options = FabricOptions{});
 
@@ -164,11 +174,13 @@ class Fabric {
   /// search over the graph: an independent check of path(). -1 = unreachable.
   int bfs_hop_count(int64_t src, int64_t dst) const;
 
-  /// Adds one engine link per link that is constrained (all links when
-  /// pruning is off) and returns the mapping. The Fabric must outlive it and
-  /// stay where it is (the instance points at it). `capacity_factor`, when
-  /// not empty, scales each link's capacity (by fabric link index; a
-  /// degraded part, below 1).
+  /// The fabric's links on `engine`: each constrained link (every link when
+  /// pruning is off) becomes an engine link the first time a route crosses
+  /// it, so an engine holds only the links its flows use. `capacity_factor`,
+  /// when not empty, scales each link's capacity (by fabric link index; a
+  /// degraded part, below 1: such a link gets an engine link even when
+  /// unconstrained). The Fabric and the engine must outlive the instance and
+  /// stay where they are.
   FabricInstance instantiate(sim::Engine& engine,
                              std::span<const double> capacity_factor = {}) const;
   /// The links between a NIC and its switch, both directions.
@@ -180,22 +192,30 @@ class Fabric {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A fabric's links as links of one engine.
+/// A fabric's links as links of one engine, added as routes first cross them.
 class FabricInstance {
  public:
   /// Engine path (constrained links) and latency (all links) of a transfer.
   Route route(int64_t src, int64_t dst, uint64_t flow_hash = 0) const;
-  /// Engine link of a fabric link, if it has one.
+  /// Whether a fabric link gets an engine link (constrained, or pruning off).
   bool has_engine_link(uint32_t fabric_link) const;
+  /// The engine link of a fabric link (added now if no route crossed it yet).
   sim::LinkId engine_link(uint32_t fabric_link) const;
   const Fabric& fabric() const { return *fabric_; }
 
  private:
   friend class Fabric;
-  FabricInstance(const Fabric* fabric, std::vector<uint32_t> engine_links)
-      : fabric_(fabric), engine_links_(std::move(engine_links)) {}
-  const Fabric* fabric_;                // not owned
-  std::vector<uint32_t> engine_links_;  // UINT32_MAX = none
+  FabricInstance(const Fabric* fabric, sim::Engine* engine, std::vector<double> capacity_factor)
+      : fabric_(fabric), engine_(engine), capacity_factor_(std::move(capacity_factor)) {}
+  double capacity_factor(uint32_t fabric_link) const;
+  const Fabric* fabric_;  // not owned
+  sim::Engine* engine_;   // not owned
+  // Fabric link -> engine link, filled on first use (a cache: routing stays
+  // const for callers, as it was when every link was added up front). A map,
+  // not a vector over all links: a collective priced alone touches a few
+  // dozen links of a fabric of millions.
+  mutable std::unordered_map<uint32_t, uint32_t> engine_links_;
+  std::vector<double> capacity_factor_;  // empty: every link at its capacity
 };
 
 }  // namespace podsim::hwmodels

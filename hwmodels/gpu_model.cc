@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -201,24 +202,64 @@ KernelCost GpuModel::gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch,
   return gemm_time(GemmShape{m, n, k, batch}, format);
 }
 
-KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool flash,
-                                    sim::NumberFormat format) const {
+namespace {
+
+void check_attention_shape(const AttentionShape& s) {
   if (s.batch <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.q_len <= 0 || s.kv_len <= 0 ||
       s.head_dim <= 0 || s.heads % s.kv_heads != 0) {
     throw std::invalid_argument(
         "attention_time: batch, heads, kv_heads, q_len, kv_len, head_dim must be positive and "
         "kv_heads must divide heads");
   }
+}
+
+/// What one flash kernel call does: FLOPs, HBM bytes, and its grid's wave
+/// quantisation (forward tiles the queries, backward the keys).
+struct FlashWork {
+  double flops = 0;
+  double bytes = 0;
+  double wave = 1;
+  double mean_keys = 0;  ///< keys a query attends to, on average
+};
+
+FlashWork flash_work(const AttentionShape& s, Pass pass, double element_bytes, int tile_rows,
+                     int sms) {
+  const double b = static_cast<double>(s.batch);
+  const double h = static_cast<double>(s.heads);
+  const double q = static_cast<double>(s.q_len);
+  const double d = static_cast<double>(s.head_dim);
+  const double q_bytes = b * q * h * d * element_bytes;  // Q, O, dO, dQ each
+  const double kv_bytes =
+      b * static_cast<double>(s.kv_len) * static_cast<double>(s.kv_heads) * d * element_bytes;
+  const double lse_bytes = b * h * q * 4.0;  // fp32 log-sum-exp per row
+  FlashWork w;
+  const double pairs = attention_pairs(s);
+  const double fwd_flops = 4.0 * b * h * d * pairs;  // QK^T and PV, 2 FLOP per MAC
+  // Backward: QK^T recompute, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q:
+  // five matrix products against the forward's two.
+  w.flops = pass == Pass::kForward ? fwd_flops : 2.5 * fwd_flops;
+  w.bytes = pass == Pass::kForward ? 2 * q_bytes + 2 * kv_bytes + lse_bytes
+                                   : 4 * q_bytes + 4 * kv_bytes + lse_bytes;  // +O,dO,dQ / dK,dV
+  const int64_t rows = pass == Pass::kForward ? s.q_len : s.kv_len;
+  const int64_t tile = std::max(1, tile_rows);
+  const int64_t ctas = s.batch * s.heads * ((rows + tile - 1) / tile);
+  const int64_t units = std::max(1, sms);
+  const int64_t waves = (ctas + units - 1) / units;
+  w.wave = static_cast<double>(ctas) / static_cast<double>(waves * units);
+  w.mean_keys = pairs / q;
+  return w;
+}
+
+}  // namespace
+
+KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool flash,
+                                    sim::NumberFormat format) const {
+  check_attention_shape(s);
   const double e = element_bytes(format);
   const double b = static_cast<double>(s.batch);
   const double h = static_cast<double>(s.heads);
-  const double hkv = static_cast<double>(s.kv_heads);
   const double q = static_cast<double>(s.q_len);
   const double kv = static_cast<double>(s.kv_len);
-  const double d = static_cast<double>(s.head_dim);
-  const double q_bytes = b * q * h * d * e;      // Q, O, dO, dQ each
-  const double kv_bytes = b * kv * hkv * d * e;  // K, V, dK, dV each
-  const double lse_bytes = b * h * q * 4.0;      // fp32 log-sum-exp per row
 
   if (flash) {
     const double peak = gpu_.peak(format);
@@ -228,25 +269,11 @@ KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool fla
       throw std::invalid_argument("attention_time: " + gpu_.name + " has no " +
                                   std::string(sim::to_string(format)) + " flash-attention rate");
     }
-    const double pairs = attention_pairs(s);
-    const double fwd_flops = 4.0 * b * h * d * pairs;  // QK^T and PV, 2 FLOP per MAC
-    // Backward: QK^T recompute, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q:
-    // five matrix products against the forward's two.
-    const double flops = pass == Pass::kForward ? fwd_flops : 2.5 * fwd_flops;
-    const double bytes = pass == Pass::kForward
-                             ? 2 * q_bytes + 2 * kv_bytes + lse_bytes
-                             : 4 * q_bytes + 4 * kv_bytes + lse_bytes;  // +O,dO,dQ / dK,dV
-    // Wave quantisation over the grid: forward tiles the queries, backward the keys.
-    const int64_t rows = pass == Pass::kForward ? s.q_len : s.kv_len;
-    const int64_t tile = std::max(1, params_.attn_tile);
-    const int64_t ctas = s.batch * s.heads * ((rows + tile - 1) / tile);
-    const int64_t sms = std::max(1, gpu_.sms);
-    const int64_t waves = (ctas + sms - 1) / sms;
-    const double wave = static_cast<double>(ctas) / static_cast<double>(waves * sms);
-    const double mean_keys = pairs / q;  // keys a query attends to, on average
-    const double ramp = mean_keys / (mean_keys + std::max(0.0, params_.attn_kv_half));
-    return finish(flops, bytes, peak,
-                  power_factor_ * plateau * wave * ramp * causal_block_fill(s, tile),
+    const FlashWork w = flash_work(s, pass, e, params_.attn_tile, gpu_.sms);
+    const double ramp = w.mean_keys / (w.mean_keys + std::max(0.0, params_.attn_kv_half));
+    return finish(w.flops, w.bytes, peak,
+                  power_factor_ * plateau * w.wave * ramp *
+                      causal_block_fill(s, std::max(1, params_.attn_tile)),
                   gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction, params_.mem_latency_s);
   }
 
@@ -275,6 +302,63 @@ KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, bool fla
     cost += gemm_time(GemmShape{s.kv_len, s.head_dim, s.q_len, bh}, format);  // dK = dS^T Q
   }
   return cost;
+}
+
+KernelCost GpuModel::attention_time(const AttentionShape& s, Pass pass, AttentionKernel kernel,
+                                    sim::NumberFormat format) const {
+  check_attention_shape(s);
+  const GpuArch arch = gpu_arch(gpu_);
+  const AttentionKernel k = resolve(kernel, arch);
+  if (const std::optional<std::string> why = unavailable(k, arch)) {
+    throw std::invalid_argument("attention_time: " + *why + "; " + gpu_.name + " has none");
+  }
+  if (k == AttentionKernel::kUnfused) return attention_time(s, pass, false, format);
+  if (!s.causal || s.kv_len <= s.q_len) return flash_kernel_time(s, pass, k, format);
+  // Queries at the end of longer keys: every query sees the first kv - q
+  // keys (a non-causal block) and then a causal square; one kernel.
+  AttentionShape block = s;
+  block.causal = false;
+  block.kv_len = s.kv_len - s.q_len;
+  AttentionShape square = s;
+  square.kv_len = s.q_len;
+  KernelCost cost = flash_kernel_time(block, pass, k, format);
+  cost += flash_kernel_time(square, pass, k, format);
+  cost.time_s -= params_.launch_overhead_s;
+  cost.kernels = 1;
+  return cost;
+}
+
+KernelCost GpuModel::flash_kernel_time(const AttentionShape& s, Pass pass, AttentionKernel kernel,
+                                       sim::NumberFormat format) const {
+  const double peak = gpu_.peak(format);
+  const double plateau = params_.plateau(sim::NumberFormat::kBf16);
+  if (!(peak > 0) || !(plateau > 0)) {
+    throw std::invalid_argument("attention_time: " + gpu_.name + " has no " +
+                                std::string(sim::to_string(format)) + " attention rate");
+  }
+  const int64_t keys = s.causal ? std::min(s.q_len, s.kv_len) : s.kv_len;
+  const AttentionBenchmark bench = attention_benchmark(kernel, gpu_arch(gpu_), s.head_dim, keys,
+                                                       s.causal, pass == Pass::kBackward);
+  const FlashWork w = flash_work(s, pass, element_bytes(format), params_.attn_tile, gpu_.sms);
+  // The benchmarks' grid: 16k tokens of hidden 2048, i.e. 128 query (or key)
+  // tiles of 128 per head x 2048 / head_dim heads, many waves.
+  AttentionShape grid;
+  grid.batch = 1;
+  grid.heads = std::max<int64_t>(1, 2048 / s.head_dim);
+  grid.kv_heads = grid.heads;
+  grid.q_len = grid.kv_len = 16384;
+  grid.head_dim = s.head_dim;
+  const double bench_wave = flash_work(grid, pass, 2, params_.attn_tile, gpu_.sms).wave;
+  const double wave = std::min(1.0, w.wave / bench_wave);
+  // Below the benchmarks' shortest sequence the per-tile fixed work grows.
+  auto ramp = [&](double keys_per_query) {
+    return keys_per_query / (keys_per_query + std::max(0.0, params_.attn_kv_half));
+  };
+  const double short_ramp = keys < 512 ? ramp(w.mean_keys) / ramp(s.causal ? 256.0 : 512.0) : 1.0;
+  const double efficiency = bench.fraction_of_peak * (plateau / bench.reference_gemm_plateau) *
+                            power_factor_ * wave * std::min(1.0, short_ramp);
+  return finish(w.flops, w.bytes, peak, efficiency, gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction,
+                params_.mem_latency_s);
 }
 
 KernelCost GpuModel::memory_bound_time(double bytes, double flops,

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "hwmodels/attention_kernels.h"
 #include "hwmodels/gpu_spec.h"
 #include "hwmodels/kernel_efficiency.h"
 #include "sim/number_format.h"
@@ -147,6 +148,19 @@ class GpuModel {
   KernelCost attention_time(const AttentionShape& shape, Pass pass, bool flash,
                             sim::NumberFormat format) const;
 
+  /// Attention with a framework's kernel, resolved for this GPU's generation
+  /// (resolve()): kUnfused is the non-flash path above; a flash kernel takes
+  /// its published benchmark efficiency (attention_benchmark) at the shape's
+  /// head dim and keys per query, scaled by this GPU's sustained bf16 GEMM
+  /// plateau over the benchmark GPU's (the clock and the generation), by the
+  /// power limit, by wave quantisation against the benchmark's grid and,
+  /// below 512 keys, by the sequence ramp. A causal call whose queries are
+  /// the last of more keys is a non-causal block plus a causal square.
+  /// Throws std::invalid_argument for a kernel the GPU has not (FlashAttention-3
+  /// on an A100).
+  KernelCost attention_time(const AttentionShape& shape, Pass pass, AttentionKernel kernel,
+                            sim::NumberFormat format) const;
+
   /// A memory-bound kernel (norm, softmax, elementwise, optimizer) moving
   /// `bytes` and doing `flops` on the SM FP32 units. Uses L2 bandwidth when
   /// `bytes` fits in L2, else HBM, with the size ramp of mem_latency_s.
@@ -159,6 +173,10 @@ class GpuModel {
  private:
   KernelCost finish(double flops, double bytes, double peak_flops, double efficiency,
                     double bandwidth, double fixed_s) const;
+  /// One flash kernel call of `kernel` (resolved), causal or not, whose keys
+  /// per query are kv_len (non-causal) or the causal square's.
+  KernelCost flash_kernel_time(const AttentionShape& shape, Pass pass, AttentionKernel kernel,
+                               sim::NumberFormat format) const;
 
   GpuSpec gpu_;
   KernelEfficiency params_;

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "hwmodels/attention_kernels.h"
+
 namespace podsim::hwmodels {
 
 // The kernel-implementation face of a training framework (a `software`
@@ -10,17 +12,8 @@ namespace podsim::hwmodels {
 // collectives occupy the GPU. What the framework runs and when is
 // strategies::SoftwarePolicy; scenarios/step composes both from the preset.
 
-/// The attention kernel a framework calls. kTransformerEngine and kSdpa are
-/// choices a library makes by GPU generation; the others name one kernel.
-enum class AttentionKernel : uint8_t {
-  kUnfused,  ///< scores in HBM: batched GEMMs + softmax (+ dropout) kernels (Megatron 2021)
-  kFlash2,   ///< FlashAttention-2 (flash-attn package, PyTorch SDPA's flash backend)
-  kFlash3,   ///< FlashAttention-3 (Hopper only)
-  kCudnn,    ///< cuDNN fused attention (TE FusedAttention, SDPA's cuDNN backend)
-  kTriton,   ///< a Triton flash-attention kernel (llm-foundry's flash_attn_triton)
-  kTransformerEngine,  ///< TE's choice: cuDNN on Hopper and newer, FlashAttention-2 on Ampere
-  kSdpa,               ///< PyTorch SDPA's default order (torch 2.5.1-2.10)
-};
+/// Kernels replayed from CUDA graphs instead of issued one by one.
+enum class CudaGraphs : uint8_t { kNone, kPerLayer, kFullIteration };
 
 /// What the host spends issuing work, seconds. The GPU waits when its
 /// kernels are shorter than their issue.
@@ -31,6 +24,10 @@ struct HostCost {
   double unit_hook_s = 0;             ///< per sharded unit per pass: the framework's hooks
   double sync_s = 20e-6;              ///< one host synchronisation (drains the run-ahead)
   double dtensor_dispatch_s = 0;      ///< per tensor per DTensor-dispatched op
+  CudaGraphs graphs = CudaGraphs::kNone;
+  /// One cudaGraphLaunch: 41 us for a graph of 72 us of kernels
+  /// (pytorch#150488's breakdown, kernels-host-power.md 3.1).
+  double graph_launch_s = 41e-6;
 };
 
 /// What the collectives a framework overlaps with GEMMs occupy.

@@ -38,7 +38,7 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
   stream.push_back(s.index);
   param.push_back(p);
   pending.push_back(0);
-  pool_of.push_back(kNone);
+  work_of.push_back(kNone);
   if (s != kNoStream) {
     // In-order stream: an implicit dependency on the previous activity there.
     const uint32_t previous = stream_last[s.index];
@@ -94,7 +94,8 @@ ActivityId Engine::add_pool_work(Time duration, PoolId pool, StreamId stream, ui
     precondition_failed("add_pool_work: unknown pool id " + std::to_string(pool.index));
   }
   const ActivityId a = add_delay(duration, stream, tag);
-  s.pool_of[a.index] = pool.index;
+  s.work_of[a.index] = static_cast<uint32_t>(s.work_pool.size());
+  s.work_pool.push_back(pool.index);
   return a;
 }
 
@@ -176,7 +177,7 @@ void Engine::reserve(size_t activities, size_t dependencies) {
   s.stream.reserve(activities);
   s.param.reserve(activities);
   s.pending.reserve(activities);
-  s.pool_of.reserve(activities);
+  s.work_of.reserve(activities);
   s.edge_from.reserve(dependencies);
   s.edge_to.reserve(dependencies);
 }
@@ -190,8 +191,9 @@ Time Engine::start_time(ActivityId activity) const {
     case ActivityKind::kFlow:
       return Time::from_ps(s.flow_start[s.param[a]]);
     case ActivityKind::kDelay:
-      if (s.pool_of[a] != kNone) {
-        return s.work_start[a] == kNever ? Time::max() : Time::from_ps(s.work_start[a]);
+      if (s.work_of[a] != kNone) {
+        const int64_t started = s.work_start[s.work_of[a]];
+        return started == kNever ? Time::max() : Time::from_ps(started);
       }
       // Unfinished (or ending past Time::max()): unknown, reported as never.
       return s.finish[a] == kNever ? Time::max() : Time::from_ps(s.finish[a] - s.param[a]);

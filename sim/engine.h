@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,7 +52,11 @@ struct RunResult {
   std::vector<ActivityId> deadlocked;
   /// Human-readable list of the deadlocked activities (names where set).
   std::string deadlock_report;
-  bool completed() const { return deadlocked.empty(); }
+  /// The first activity that would finish at or past the end of the clock
+  /// (Time::max(), ~106 days): the run stops there, with every earlier event
+  /// processed; `end` is then Time::max() and `deadlocked` stays empty.
+  std::optional<ActivityId> beyond_clock;
+  bool completed() const { return deadlocked.empty() && !beyond_clock; }
 };
 
 /// A discrete-event engine over a DAG of activities.

@@ -95,19 +95,21 @@ void Engine::State::build_holds() {
   pool_held.assign(pools, 0.0);
   pool_rate.assign(pools, 1.0);
   pool_running.assign(pools, {});
-  work_left.assign(n, 0.0);
-  work_update.assign(n, 0);
-  work_start.assign(n, kNever);
-  work_seq.assign(n, kNoEvent);
+  const size_t works = work_pool.size();
+  work_left.assign(works, 0.0);
+  work_update.assign(works, 0);
+  work_start.assign(works, kNever);
+  work_seq.assign(works, kNoEvent);
 }
 
 void Engine::State::schedule_work(uint32_t a) {
   // Full-rate picoseconds left over the pool's rate, rounded up to a tick
   // only past kDoneRel (as flows are).
-  const double rate = pool_rate[pool_of[a]];
-  const double ticks = std::ceil(work_left[a] / rate * (1.0 - kDoneRel));
+  const uint32_t w = work_of[a];
+  const double rate = pool_rate[work_pool[w]];
+  const double ticks = std::ceil(work_left[w] / rate * (1.0 - kDoneRel));
   const int64_t span = ticks >= 9.2e18 ? kNever : static_cast<int64_t>(std::max(0.0, ticks));
-  work_seq[a] = queue.push(Time::from_ps(saturating_add(now, span)), a, kWorkDone);
+  work_seq[w] = queue.push(Time::from_ps(saturating_add(now, span)), a, kWorkDone);
 }
 
 void Engine::State::set_pool_share(uint32_t pool, double delta) {
@@ -115,9 +117,10 @@ void Engine::State::set_pool_share(uint32_t pool, double delta) {
   const double rate = std::max(kMinPoolRate, 1.0 - pool_held[pool]);
   if (rate == pool_rate[pool]) return;
   for (const uint32_t a : pool_running[pool]) {
-    work_left[a] -= static_cast<double>(now - work_update[a]) * pool_rate[pool];
-    work_left[a] = std::max(0.0, work_left[a]);
-    work_update[a] = now;
+    const uint32_t w = work_of[a];
+    work_left[w] -= static_cast<double>(now - work_update[w]) * pool_rate[pool];
+    work_left[w] = std::max(0.0, work_left[w]);
+    work_update[w] = now;
     ++stale;  // its completion event is superseded
   }
   pool_rate[pool] = rate;
@@ -127,11 +130,11 @@ void Engine::State::set_pool_share(uint32_t pool, double delta) {
 void Engine::State::start_activity(uint32_t a) {
   switch (kind[a]) {
     case ActivityKind::kDelay:
-      if (pool_of[a] != kNone) {
-        work_left[a] = static_cast<double>(param[a]);
-        work_update[a] = now;
-        work_start[a] = now;
-        pool_running[pool_of[a]].push_back(a);
+      if (const uint32_t w = work_of[a]; w != kNone) {
+        work_left[w] = static_cast<double>(param[a]);
+        work_update[w] = now;
+        work_start[w] = now;
+        pool_running[work_pool[w]].push_back(a);
         schedule_work(a);
       } else {
         queue.push(Time::from_ps(saturating_add(now, param[a])), a, kFinish);
@@ -200,7 +203,7 @@ void Engine::State::apply_rates(std::span<const FlowNetwork::RateChange> changes
 
 void Engine::State::compact_queue() {
   queue.retain_if([this](const Event& event) {
-    if (event.kind == kWorkDone) return work_seq[event.target] == event.seq;
+    if (event.kind == kWorkDone) return work_seq[work_of[event.target]] == event.seq;
     if (event.kind != kFlowDone) return true;
     return done_seq[param[event.target]] == event.seq;
   });
@@ -247,11 +250,17 @@ RunResult Engine::run() {
       }
       s.done_seq[flow] = kNoEvent;
     } else if (event.kind == kWorkDone) {
-      if (s.work_seq[a] != event.seq) {
+      if (s.work_seq[s.work_of[a]] != event.seq) {
         --s.stale;
         continue;
       }
-      s.work_seq[a] = kNoEvent;
+      s.work_seq[s.work_of[a]] = kNoEvent;
+    }
+    if (event.time_ps == kNever) {
+      // Saturated: this activity would end past what the clock can hold.
+      result.beyond_clock = ActivityId{a};
+      result.end = Time::max();
+      break;
     }
     s.now = event.time_ps;
     ++events;
@@ -276,7 +285,7 @@ RunResult Engine::run() {
         break;
       }
       case kWorkDone: {
-        std::vector<uint32_t>& running = s.pool_running[s.pool_of[a]];
+        std::vector<uint32_t>& running = s.pool_running[s.work_pool[s.work_of[a]]];
         running.erase(std::find(running.begin(), running.end(), a));
         s.finish_activity(a, result);
         break;
@@ -287,6 +296,7 @@ RunResult Engine::run() {
   }
   result.events = events;
   result.fingerprint = hash;
+  if (result.beyond_clock) return result;  // the rest is late, not stuck
   for (uint32_t a = 0; a < n; ++a) {
     if (s.finish[a] == kNever) result.deadlocked.push_back(ActivityId{a});
   }

@@ -33,7 +33,7 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 }  // namespace engine_detail
 
 struct Engine::State {
-  // Activities, structure of arrays (~33 bytes each plus 4 per dependency).
+  // Activities, structure of arrays (~37 bytes each plus 4 per dependency).
   std::vector<ActivityKind> kind;
   std::vector<uint32_t> tag;
   std::vector<uint32_t> stream;
@@ -59,14 +59,16 @@ struct Engine::State {
   std::vector<double> remaining;     // bytes left at last_update (run-time)
   std::vector<int64_t> last_update;  // run-time
   std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
-  // Pools: pool work (by activity; kNone = a plain delay) and holds.
-  std::vector<uint32_t> pool_of;
+  // Pools: by activity, its pool work index (kNone = not pool work); by
+  // pool work, its pool; and the holds.
+  std::vector<uint32_t> work_of;
+  std::vector<uint32_t> work_pool;
   uint32_t pools = 0;
   std::vector<uint32_t> hold_from, hold_until, hold_pool;
   std::vector<double> hold_share;
   // Run-time: holds by the activity that begins / ends them (CSR), hold
   // state (0 waiting, 1 held, 2 over), each pool's held share, rate and
-  // running work; per pool work activity its full-rate ps left at
+  // running work (activities); per pool work its full-rate ps left at
   // work_update, its live completion seq and its start.
   std::vector<uint32_t> from_begin, from_list, until_begin, until_list;
   std::vector<uint8_t> hold_state;

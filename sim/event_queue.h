@@ -19,9 +19,13 @@ struct Event {
   Time time() const { return Time::from_ps(time_ps); }
 };
 
-/// A binary min-heap of events ordered by (time, insertion sequence): events
+/// A 4-ary min-heap of events ordered by (time, insertion sequence): events
 /// at equal times pop in the order they were pushed. No allocation per event
 /// once the storage has grown (reserve() to pre-size it), no virtual calls.
+/// Four children per node halve the levels a pop walks down a heap that does
+/// not fit in cache (every rank's streams of a large job are pending at
+/// once), and a node's children are adjacent; (time, seq) is a total order,
+/// so the pop order is that of any other heap.
 class EventQueue {
  public:
   /// Schedules an event; returns its sequence number (to recognise it later).
@@ -31,7 +35,7 @@ class EventQueue {
     // Sift up with a hole: move parents down until the event's place is found.
     size_t hole = heap_.size() - 1;
     while (hole > 0) {
-      const size_t parent = (hole - 1) / 2;
+      const size_t parent = (hole - 1) / kArity;
       if (!before(event, heap_[parent])) break;
       heap_[hole] = heap_[parent];
       hole = parent;
@@ -50,26 +54,7 @@ class EventQueue {
     const Event result = heap_.front();
     const Event last = heap_.back();
     heap_.pop_back();
-    const size_t n = heap_.size();
-    if (n == 0) return result;
-    // Sift the former last element down from the root with a hole. The
-    // smaller child is chosen arithmetically (no branch to mispredict).
-    size_t hole = 0;
-    for (;;) {
-      size_t child = 2 * hole + 1;
-      if (child + 1 >= n) {
-        if (child < n && before(heap_[child], last)) {
-          heap_[hole] = heap_[child];
-          hole = child;
-        }
-        break;
-      }
-      child += before(heap_[child + 1], heap_[child]) ? 1 : 0;
-      if (!before(heap_[child], last)) break;
-      heap_[hole] = heap_[child];
-      hole = child;
-    }
-    heap_[hole] = last;
+    if (!heap_.empty()) sift_down(0, last);
     return result;
   }
 
@@ -82,8 +67,9 @@ class EventQueue {
   template <class Keep>
   void retain_if(Keep keep) {
     std::erase_if(heap_, [&keep](const Event& event) { return !keep(event); });
-    std::make_heap(heap_.begin(), heap_.end(),
-                   [](const Event& a, const Event& b) { return before(b, a); });
+    // Heapify bottom-up: sift down every node that has a child.
+    if (heap_.size() < 2) return;
+    for (size_t node = (heap_.size() - 2) / kArity + 1; node-- > 0;) sift_down(node, heap_[node]);
   }
 
   /// True when `a` pops before `b`.
@@ -102,6 +88,32 @@ class EventQueue {
   }
 
  private:
+  static constexpr size_t kArity = 4;
+
+  /// Places `event` in the subtree rooted at `hole` (whose own event has been
+  /// taken out): children smaller than it move up into the hole.
+  void sift_down(size_t hole, const Event event) {
+    const size_t n = heap_.size();
+    for (;;) {
+      const size_t first = kArity * hole + 1;
+      if (first >= n) break;
+      size_t best = first;
+      if (first + kArity <= n) {
+        // A full set of children: the smallest, chosen arithmetically (no
+        // branch to mispredict on the heap's unpredictable order).
+        for (size_t c = first + 1; c < first + kArity; ++c) {
+          best = before(heap_[c], heap_[best]) ? c : best;
+        }
+      } else {
+        for (size_t c = first + 1; c < n; ++c) best = before(heap_[c], heap_[best]) ? c : best;
+      }
+      if (!before(heap_[best], event)) break;
+      heap_[hole] = heap_[best];
+      hole = best;
+    }
+    heap_[hole] = event;
+  }
+
   std::vector<Event> heap_;
   uint64_t next_seq_ = 0;
 };

@@ -90,14 +90,15 @@ AttnDims attention_dims(const Job& job, const RankShape& r, const LayerKind& kin
 void attention_projections_forward(const Job& job, const RankShape& r, Builder& b) {
   if (!is_mla(job)) {
     const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * r.head_dim;
+    fp8_forward_casts(job, b, "qkv", d(r.norm_tokens) * d(r.hidden), d(r.hidden) * d(qkv_out),
+                      true);
+    sp_gather_forward(job, r, b, "attn_input_gather");
     b.gemm("qkv", r.tokens, qkv_out, r.hidden, 1, qkv_model_fraction(job, r)).saved_bytes =
         column_input_saved(r);
-    if (!r.learned_positions) {
-      const double elems = d(r.tokens) * d((r.heads + r.kv_heads) * r.head_dim);
-      b.memory("rope", 2 * elems * r.e, kRopeFlops * elems);
-    }
+    rope_forward(job, r, b);
     return;
   }
+  sp_gather_forward(job, r, b, "attn_input_gather");
   const MlaShape& l = job.model.attention.mla;
   if (l.q_lora_rank > 0) {
     mla_latent_forward(r, b, "mla_q", l.q_lora_rank, mla_q_columns(job, r), 0, true);
@@ -115,12 +116,10 @@ void attention_projections_forward(const Job& job, const RankShape& r, Builder& 
 
 void attention_projections_backward(const Job& job, const RankShape& r, Builder& b) {
   if (!is_mla(job)) {
-    if (!r.learned_positions) {
-      const double elems = d(r.tokens) * d((r.heads + r.kv_heads) * r.head_dim);
-      b.memory("rope_bwd", 2 * elems * r.e, kRopeFlops * elems);
-    }
-    column_linear_backward(r, b, "qkv", r.hidden, (r.heads + 2 * r.kv_heads) * r.head_dim,
-                           qkv_model_fraction(job, r));
+    const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * r.head_dim;
+    rope_backward(job, r, b);
+    fp8_grad_cast(job, b, "qkv", d(r.tokens) * d(qkv_out));
+    column_linear_backward(r, b, "qkv", r.hidden, qkv_out, qkv_model_fraction(job, r));
     return;
   }
   const MlaShape& l = job.model.attention.mla;

@@ -266,6 +266,12 @@ void check_plan(const Job& job, Problems& p) {
     p.add("/parallelism/pipeline/virtual_stages",
           "virtual stages need the interleaved_1f1b schedule");
   }
+  if (v > 1 && plan.pp == 1) {
+    p.add("/parallelism/pipeline/virtual_stages",
+          "virtual stages need pipeline parallelism (pp > 1): with pp=1 every chunk is on the "
+          "same GPU",
+          "set virtual_stages to 1, or pp > 1");
+  }
   if (plan.schedule == PipelineSchedule::kInterleavedOneFOneB && plan.pp > 1 && v >= 1) {
     const int64_t m_count = micro_batches(job);
     if (m_count > 0 && m_count % plan.pp != 0) {

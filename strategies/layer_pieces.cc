@@ -1,35 +1,11 @@
-// The pieces a transformer layer's op list is made of: norms, residuals,
-// tensor-parallel linears (with sequence parallelism), activations and the
-// dense MLP.
+// The pieces a transformer layer's op list is made of: tensor-parallel
+// linears (with sequence parallelism) and the dense MLP (the element-wise
+// pieces are in elementwise_ops.cc).
 #include <string>
 
 #include "strategies/op_builder.h"
 
 namespace podsim::strategies::ops {
-
-/// Norm forward; saves its input.
-void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name) {
-  const double elems = d(r.norm_tokens) * d(r.hidden);
-  b.memory(name, 2 * elems * r.e, norm_flops(job) * elems).saved_bytes = elems * r.e;
-}
-/// Norm backward, with the residual-gradient accumulation.
-void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name) {
-  const double elems = d(r.norm_tokens) * d(r.hidden);
-  b.memory(name, 5 * elems * r.e, kBackwardFlopsFactor * norm_flops(job) * elems);
-}
-/// (bias +) dropout + residual add after a block; saves the dropout mask.
-void residual_forward(const RankShape& r, Builder& b, const char* name) {
-  const double elems = d(r.norm_tokens) * d(r.hidden);
-  const double flops = (kResidualFlops + (r.dropout ? kDropoutFlops : 0.0)) * elems;
-  Op& op = b.memory(name, 3 * elems * r.e + (r.dropout ? elems : 0.0), flops);
-  op.saved_bytes = r.dropout ? elems : 0.0;
-}
-void residual_backward(const RankShape& r, Builder& b, const char* name) {
-  // Without dropout the gradient passes to both branches unchanged: no kernel.
-  if (!r.dropout) return;
-  const double elems = d(r.norm_tokens) * d(r.hidden);
-  b.memory(name, elems * (2 * r.e + 1), kDropoutFlops * elems);
-}
 
 /// Input of a column-parallel linear: gathered over TP with SP.
 double column_input_saved(const RankShape& r) {
@@ -91,39 +67,22 @@ int64_t mlp_in_columns(const Job& job, int64_t ffn) {
   return job.model.mlp == MlpKind::kSwiglu ? 2 * ffn : ffn;
 }
 
-/// Activation forward on rows x ffn; saves its input(s).
-void activation_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
-                        double rows, int64_t ffn) {
-  const double out = rows * d(ffn);
-  if (job.model.mlp == MlpKind::kSwiglu) {
-    b.memory(name + "_swiglu", 3 * out * r.e, kSwigluFlops * out).saved_bytes = 2 * out * r.e;
-  } else {
-    b.memory(name + "_bias_gelu", 2 * out * r.e, kGeluFlops * out).saved_bytes = out * r.e;
-  }
-}
-void activation_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
-                         double rows, int64_t ffn) {
-  const double out = rows * d(ffn);
-  if (job.model.mlp == MlpKind::kSwiglu) {
-    b.memory(name + "_swiglu_bwd", 5 * out * r.e, kBackwardFlopsFactor * kSwigluFlops * out);
-  } else {
-    b.memory(name + "_gelu_bwd", 3 * out * r.e, kBackwardFlopsFactor * kGeluFlops * out);
-  }
-}
-
 void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                        int64_t ffn) {
   const int64_t n1 = mlp_in_columns(job, ffn);
   b.gemm(name + "_fc1", r.tokens, n1, r.hidden).saved_bytes = column_input_saved(r);
   activation_forward(job, r, b, name, d(r.tokens), ffn);
+  fp8_forward_casts(job, b, name + "_fc2", d(r.tokens) * d(ffn), d(ffn) * d(r.hidden), false);
   const int32_t fc2 = b.size();
   b.gemm(name + "_fc2", r.tokens, r.hidden, ffn).saved_bytes = d(r.tokens) * d(ffn) * r.e;
   tp_reduce_forward(job, r, b, (name + "_reduce").c_str(), fc2, full_hidden_bytes(r));
 }
 void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         int64_t ffn) {
+  fp8_grad_cast(job, b, name + "_fc2", d(r.norm_tokens) * d(r.hidden));
   row_linear_backward(r, b, name + "_fc2", ffn, r.hidden);
   activation_backward(job, r, b, name, d(r.tokens), ffn);
+  fp8_grad_cast(job, b, name + "_fc1", d(r.tokens) * d(mlp_in_columns(job, ffn)));
   column_linear_backward(r, b, name + "_fc1", r.hidden, mlp_in_columns(job, ffn));
 }
 

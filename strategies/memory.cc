@@ -10,27 +10,223 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-double saved_sum(const std::vector<Op>& ops) {
+double sum(const std::vector<double>& tensors) {
   double total = 0;
-  for (const Op& op : ops) total += d(op.count) * (op.saved_bytes + op.saved_core_bytes);
+  for (double b : tensors) total += b;
   return total;
+}
+
+/// Each op's saved tensors, `count` times over.
+std::vector<double> saved_list(const std::vector<Op>& ops) {
+  std::vector<double> out;
+  for (const Op& op : ops) {
+    for (int64_t i = 0; i < op.count; ++i) {
+      if (op.saved_bytes > 0) out.push_back(op.saved_bytes);
+      if (op.saved_core_bytes > 0) out.push_back(op.saved_core_bytes);
+    }
+  }
+  return out;
+}
+
+void append(std::vector<double>& to, const std::vector<double>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+/// torchtitan's op-level selective checkpointing (parallelize_llama.py
+/// _save_list and _custom_policy @9dec370): of a block's seven aten.mm calls
+/// (wq, wk, wv, wo, w1, w3, w2) the 1st, 3rd, 5th and 7th outputs are
+/// saved, and SDPA's output and logsumexp, and under TP the reduce-scatter
+/// outputs with sequence parallelism; the block input is the checkpoint's. torchao's Float8Linear
+/// calls _scaled_mm, not in the save list: with fp8 only the attention
+/// outputs are saved.
+std::vector<double> matmul_save_list(const Job& job, const LayerTensors& tensors) {
+  const RankShape r = rank_shape(job);
+  const double t = d(r.tokens), e = r.e;
+  std::vector<double> out{tensors.input};
+  out.push_back(t * d(r.heads * r.head_dim) * e);           // SDPA output
+  out.push_back(d(r.b) * d(r.heads) * d(r.s_local) * 4.0);  // logsumexp
+  if (job.training.precision != sim::NumberFormat::kFp8) {
+    out.push_back(t * d(r.heads * r.head_dim) * e);     // wq
+    out.push_back(t * d(r.kv_heads * r.head_dim) * e);  // wv
+    const bool swiglu = job.model.mlp == MlpKind::kSwiglu;
+    out.push_back(t * d(r.ffn) * e);                 // w1 (SwiGLU gate; GeLU: fc1)
+    if (swiglu) out.push_back(t * d(r.hidden) * e);  // w2
+  }
+  if (r.sp) {
+    for (int i = 0; i < 2; ++i) out.push_back(d(r.norm_tokens) * d(r.hidden) * e);
+  }
+  return out;
 }
 
 }  // namespace
 
-LayerActivations layer_activations(const Job& job, const LayerKind& kind) {
+std::vector<double> LayerTensors::full() const {
+  std::vector<double> out = weight_inputs;
+  append(out, other_saved);
+  append(out, core);
+  return out;
+}
+
+LayerTensors layer_tensors(const Job& job, const LayerKind& kind) {
   const RankShape r = rank_shape(job);
-  LayerActivations a;
+  LayerTensors t;
   for (const Op& op : layer_ops(job, kind, Pass::kForward)) {
-    const double n = d(op.count);
-    a.saved += n * op.saved_bytes;
-    a.core += n * op.saved_core_bytes;
-    if (op.kind == OpKind::kGemm && !op.attention_core) {
-      a.weight_inputs += n * op.saved_bytes;
-      a.output_grads += n * d(op.gemm.m) * d(op.gemm.n) * d(op.gemm.batch) * r.e;
+    const bool weight_gemm = op.kind == OpKind::kGemm && !op.attention_core;
+    for (int64_t i = 0; i < op.count; ++i) {
+      if (op.saved_bytes > 0) {
+        (weight_gemm ? t.weight_inputs : t.other_saved).push_back(op.saved_bytes);
+      }
+      if (op.saved_core_bytes > 0) t.core.push_back(op.saved_core_bytes);
+      if (weight_gemm) {
+        t.output_grads.push_back(d(op.gemm.m) * d(op.gemm.n) * d(op.gemm.batch) * r.e);
+      }
     }
   }
-  a.input = d(r.norm_tokens) * d(r.hidden) * r.e;
+  t.input = d(r.norm_tokens) * d(r.hidden) * r.e;
+  t.full_recompute = kind.full_recompute;
+  return t;
+}
+
+LayerTensors layer_tensors(const Job& job) { return layer_tensors(job, typical_layer_kind(job)); }
+
+std::vector<double> embedding_tensors(const Job& job) {
+  return saved_list(embedding_ops(job, Pass::kForward));
+}
+std::vector<double> head_tensors(const Job& job) {
+  return saved_list(head_ops(job, Pass::kForward));
+}
+std::vector<double> mtp_tensors(const Job& job) { return saved_list(mtp_ops(job, Pass::kForward)); }
+
+std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
+                                 const ChunkInfo& chunk, int64_t layer) {
+  if (tensors.full_recompute) return {tensors.input};
+  switch (job.plan.recompute.mode) {
+    case RecomputeMode::kNone:
+      return tensors.full();
+    case RecomputeMode::kSelective: {
+      if (job.software.selective == SelectiveRecompute::kMatmulSaveList) {
+        return matmul_save_list(job, tensors);
+      }
+      std::vector<double> out = tensors.weight_inputs;
+      append(out, tensors.other_saved);
+      return out;
+    }
+    case RecomputeMode::kFull:
+      return {tensors.input};
+    case RecomputeMode::kEvery:
+      if ((layer - chunk.layer_begin) % job.plan.recompute.every_layers == 0) {
+        return {tensors.input};
+      }
+      return {};
+  }
+  return {};
+}
+
+RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, int64_t layers) {
+  if (tensors.full_recompute) return {tensors.full(), 1};
+  switch (job.plan.recompute.mode) {
+    case RecomputeMode::kNone:
+      return {};
+    case RecomputeMode::kSelective:
+      // An op-level policy recomputes every op it does not save: what the
+      // backward reads comes back but for the saved part (counted whole).
+      if (job.software.selective == SelectiveRecompute::kMatmulSaveList) {
+        return {tensors.full(), 1};
+      }
+      return {tensors.core, 1};
+    case RecomputeMode::kFull:
+      return {tensors.full(), 1};
+    case RecomputeMode::kEvery:
+      return {tensors.full(), std::min(job.plan.recompute.every_layers, layers)};
+  }
+  return {};
+}
+
+RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
+                                         int64_t layer_begin, int64_t layer_end) {
+  RecomputeTensors largest;
+  double largest_bytes = 0;
+  for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
+    RecomputeTensors r =
+        recompute_tensors(job, layer_tensors(job, run.kind), layer_end - layer_begin);
+    const double bytes = d(r.repeats) * sum(r.tensors);
+    if (bytes > largest_bytes) {
+      largest_bytes = bytes;
+      largest = std::move(r);
+    }
+  }
+  return largest;
+}
+
+double logit_elements(const Job& job) {
+  const RankShape r = rank_shape(job);
+  return d(r.tokens) * d(r.vocab);
+}
+
+LossMemory loss_memory(const Job& job) {
+  const RankShape r = rank_shape(job);
+  LossMemory m;
+  switch (job.software.loss) {
+    case LossImpl::kVocabParallelFp32:
+      // Megatron's vocab_parallel_cross_entropy(logits.float()): the fp32
+      // copy becomes the softmax in place (max, sub_, exp out=, div_) and is
+      // kept; its backward turns it into the gradient in place and casts it
+      // to 16 bits (core/tensor_parallel/cross_entropy.py).
+      m.kept = 4;
+      m.forward = {r.e};   // the 16-bit logits, until the loss is computed
+      m.backward = {r.e};  // the 16-bit logit gradient
+      break;
+    case LossImpl::kFp32Upcast:
+      // cross_entropy(logits.float()) (torchtitan train.py l.131-134): keeps
+      // the fp32 log-softmax. Without TP, ATen's log_softmax writes it in
+      // one kernel next to the fp32 copy and the 16-bit logits; nll_loss's
+      // backward zero-fills a gradient and log_softmax's backward writes
+      // another. Under TP (loss_parallel, torch/distributed/tensor/parallel/
+      // loss.py) the decomposition also makes x - max and exp(x - max); the
+      // backward makes zeros, exp(x) and their sum.
+      m.kept = 4;
+      if (r.tp > 1) {
+        m.forward = {r.e, 4, 4, 4};
+        m.backward = {4, 4, 4};
+      } else {
+        m.forward = {r.e, 4};
+        m.backward = {4, 4};
+      }
+      break;
+    case LossImpl::kFused:
+      // One kernel each way on the 16-bit logits, which it keeps (flash-attn
+      // xentropy saves the logits and the row statistics; XLA's fusion).
+      m.kept = r.e;
+      m.forward = {};
+      m.backward = {r.e};
+      break;
+  }
+  return m;
+}
+
+std::vector<double> backward_working_tensors(const Job& job) {
+  const RankShape r = rank_shape(job);
+  double out = 0, in = 0;
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.kind != OpKind::kGemm || op.attention_core) continue;
+    const double mn = d(op.gemm.m) * d(op.gemm.n) * d(op.gemm.batch) * r.e;
+    const double mk = d(op.gemm.m) * d(op.gemm.k) * d(op.gemm.batch) * r.e;
+    if (mn + mk > out + in) {
+      out = mn;
+      in = mk;
+    }
+  }
+  return {out, in};
+}
+
+LayerActivations layer_activations(const Job& job, const LayerKind& kind) {
+  const LayerTensors t = layer_tensors(job, kind);
+  LayerActivations a;
+  a.weight_inputs = sum(t.weight_inputs);
+  a.saved = a.weight_inputs + sum(t.other_saved);
+  a.core = sum(t.core);
+  a.output_grads = sum(t.output_grads);
+  a.input = t.input;
   return a;
 }
 
@@ -38,42 +234,17 @@ LayerActivations layer_activations(const Job& job) {
   return layer_activations(job, typical_layer_kind(job));
 }
 
-double embedding_activation_bytes(const Job& job) {
-  return saved_sum(embedding_ops(job, Pass::kForward));
-}
-double head_activation_bytes(const Job& job) { return saved_sum(head_ops(job, Pass::kForward)); }
-double mtp_activation_bytes(const Job& job) { return saved_sum(mtp_ops(job, Pass::kForward)); }
+double embedding_activation_bytes(const Job& job) { return sum(embedding_tensors(job)); }
+double head_activation_bytes(const Job& job) { return sum(head_tensors(job)); }
+double mtp_activation_bytes(const Job& job) { return sum(mtp_tensors(job)); }
 
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
                                int64_t layer_end, bool embedding, bool head, int64_t mtp) {
   double total = 0;
+  int64_t l = layer_begin;
   for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
-    const LayerActivations a = layer_activations(job, run.kind);
-    const double n = d(run.count);
-    if (run.kind.full_recompute) {
-      total += n * a.input;
-      continue;
-    }
-    switch (job.plan.recompute.mode) {
-      case RecomputeMode::kNone:
-        total += n * a.full();
-        break;
-      case RecomputeMode::kSelective:
-        total += n * a.saved;
-        break;
-      case RecomputeMode::kFull:
-        total += n * a.input;
-        break;
-      case RecomputeMode::kEvery:
-        break;  // below: checkpoints of the chunk's layer grid
-    }
-  }
-  if (job.plan.recompute.mode == RecomputeMode::kEvery) {
-    const int64_t c = job.plan.recompute.every_layers;
-    const double input = layer_activations(job).input;
-    for (int64_t l = layer_begin; l < layer_end; ++l) {
-      if ((l - chunk.layer_begin) % c == 0) total += input;
-    }
+    const LayerTensors t = layer_tensors(job, run.kind);
+    for (int64_t i = 0; i < run.count; ++i, ++l) total += sum(kept_tensors(job, t, chunk, l));
   }
   if (embedding) total += embedding_activation_bytes(job);
   if (head) total += head_activation_bytes(job);
@@ -83,30 +254,8 @@ double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t l
 
 double recompute_transient_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
                                  int64_t layer_end) {
-  double largest = 0;
-  for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
-    const LayerActivations a = layer_activations(job, run.kind);
-    double bytes = 0;
-    if (run.kind.full_recompute) {
-      bytes = a.full();
-    } else {
-      switch (job.plan.recompute.mode) {
-        case RecomputeMode::kNone:
-          break;
-        case RecomputeMode::kSelective:
-          bytes = a.core;
-          break;
-        case RecomputeMode::kFull:
-          bytes = a.full();
-          break;
-        case RecomputeMode::kEvery:
-          bytes = d(std::min(job.plan.recompute.every_layers, layer_end - layer_begin)) * a.full();
-          break;
-      }
-    }
-    largest = std::max(largest, bytes);
-  }
-  return largest;
+  const RecomputeTensors r = range_recompute_tensors(job, chunk, layer_begin, layer_end);
+  return d(r.repeats) * sum(r.tensors);
 }
 
 double korthikanti_layer_bytes(const Job& job) {
@@ -128,10 +277,16 @@ double korthikanti_layer_bytes(const Job& job) {
   return 0;
 }
 
+double optimizer_moment_bytes_per_param(const Job& job) {
+  return job.training.optimizer == Optimizer::kAdam ? 8.0 : 4.0;
+}
+
+double master_weight_bytes_per_param(const Job& job) {
+  return job.training.precision != sim::NumberFormat::kFp32 ? 4.0 : 0.0;
+}
+
 double optimizer_bytes_per_param(const Job& job) {
-  const bool mixed = job.training.precision != sim::NumberFormat::kFp32;
-  const double state = job.training.optimizer == Optimizer::kAdam ? 8.0 : 4.0;
-  return state + (mixed ? 4.0 : 0.0);
+  return optimizer_moment_bytes_per_param(job) + master_weight_bytes_per_param(job);
 }
 
 double optimizer_parameters(const Job& job, int64_t stage) {
@@ -140,16 +295,40 @@ double optimizer_parameters(const Job& job, int64_t stage) {
   return p.dense / d(shard_group_size(job)) + p.expert / d(expert_dp_size(job));
 }
 
-StaticMemory static_memory(const Job& job, int64_t stage) {
-  const StageParams p = stage_parameters(job, stage);
-  const double sharded = p.dense / d(shard_group_size(job)) + p.expert / d(expert_dp_size(job));
+TensorState tensor_state(const Job& job, double elements, bool expert) {
+  const double sharded = elements / d(expert ? expert_dp_size(job) : shard_group_size(job));
   const int zero = job.plan.zero;
   const bool grads_sharded = zero == 3 || (zero == 2 && zero2_reduces_every_micro_batch(job));
+  const double optimized = zero >= 1 ? sharded : elements;
+  TensorState s;
+  if (job.software.memory.param_storage == ParamStorage::kMasterOnly) {
+    s.weights = optimized * 4.0;  // the fp32 parameter the optimizer updates
+  } else {
+    s.weights = (zero == 3 ? sharded : elements) * weight_element_bytes(job);
+    s.master = optimized * master_weight_bytes_per_param(job);
+  }
+  s.grads = (grads_sharded ? sharded : elements) * grad_element_bytes(job);
+  s.moments = optimized * optimizer_moment_bytes_per_param(job);
+  return s;
+}
+
+StaticMemory static_memory(const Job& job, int64_t stage) {
+  const bool per_step_grads = job.software.memory.grad_buffers == GradBuffers::kPerStep;
   StaticMemory m;
-  m.params = p.total();
-  m.weights = (zero == 3 ? sharded : p.total()) * weight_element_bytes(job);
-  m.grads = (grads_sharded ? sharded : p.total()) * grad_element_bytes(job);
-  m.optimizer = (zero >= 1 ? sharded : p.total()) * optimizer_bytes_per_param(job);
+  auto add = [&](const std::vector<ParamTensor>& tensors, double times) {
+    for (const ParamTensor& t : tensors) {
+      const TensorState s = tensor_state(job, t.elements, t.expert);
+      m.params += times * t.elements;
+      m.weights += times * s.weights;
+      m.grads += times * (per_step_grads ? 0.0 : s.grads);
+      m.optimizer += times * (s.master + s.moments);
+    }
+  };
+  for (const ChunkInfo& c : stage_chunks(job, stage)) {
+    const WorkRange range{layer_runs(job, c, c.layer_begin, c.layer_end), c.has_embedding,
+                          c.has_head, c.mtp};
+    add(range_parameter_tensors(job, range), 1);
+  }
   return m;
 }
 

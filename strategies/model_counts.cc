@@ -130,84 +130,134 @@ ParamCount count_parameters(const ModelShape& m, int64_t seq_len) {
   return p;
 }
 
-StageParams layer_parameters(const Job& job, const LayerKind& kind) {
+std::vector<ParamTensor> layer_parameter_tensors(const Job& job, const LayerKind& kind) {
   const RankShape r = rank_shape(job);
   const ModelShape& m = job.model;
-  const double tp = d(r.tp);
-  // Attention: column-parallel weights split by heads; MLA's down
-  // projections, norms and row-parallel biases are replicated over TP.
-  LayerCounts a;
+  const double h = d(m.hidden);
+  const bool swiglu = m.mlp == MlpKind::kSwiglu;
+  std::vector<ParamTensor> t;
+  // Column-parallel weights and biases are sharded; row-parallel biases and
+  // norms are replicated across TP.
+  auto add = [&](double elements, bool expert = false) { t.push_back({elements, expert}); };
+  add(h);  // attention norm
   if (m.attention.kind == AttentionKind::kMla) {
+    // Down-projections and latent norms replicated on the TP ranks,
+    // up-projections and the output projection split by heads.
     const MlaShape& l = m.attention.mla;
-    const double h = d(m.hidden), heads = d(r.heads);
-    const double qk = d(l.qk_head_dim()), kv_up = d(l.qk_nope_head_dim + l.v_head_dim);
-    const double q = l.q_lora_rank > 0 ? h * d(l.q_lora_rank) + d(l.q_lora_rank) * (1 + heads * qk)
-                                       : h * heads * qk;
-    const double rk = d(l.kv_lora_rank);
-    a.params = q + h * (rk + d(l.qk_rope_head_dim)) + rk * (1 + heads * kv_up) +
-               heads * d(l.v_head_dim) * h + 2 * h;
+    const double heads = d(r.heads), qk = d(l.qk_head_dim()), rk = d(l.kv_lora_rank);
+    if (l.q_lora_rank > 0) {
+      const double rq = d(l.q_lora_rank);
+      add(h * rq);
+      add(rq);
+      add(rq * heads * qk);
+    } else {
+      add(h * heads * qk);
+    }
+    add(h * (rk + d(l.qk_rope_head_dim)));
+    add(rk);
+    add(rk * heads * d(l.qk_nope_head_dim + l.v_head_dim));
+    add(heads * d(l.v_head_dim) * h);
   } else {
-    const double h = d(m.hidden), dh = d(r.head_dim);
+    const double dh = d(r.head_dim);
     const double qkv_out = d(r.heads + 2 * r.kv_heads) * dh;
-    a.params = h * qkv_out + d(r.heads) * dh * h + 2 * h;
-    if (r.biases) a.params += qkv_out + h + 2 * h;
+    add(h * qkv_out);
+    add(d(r.heads) * dh * h);
+    if (r.biases) {
+      add(qkv_out);
+      add(h);
+      add(2 * h);  // LayerNorm betas
+    }
   }
-  const LayerCounts f = mlp_counts(m, kind.moe, tp, d(r.ep), d(r.etp), false);
-  StageParams p;
-  p.dense = a.params + f.matmul + f.biases;
-  p.expert = f.expert;
-  return p;
+  add(h);  // MLP norm
+  // An MLP of width `ffn`: SwiGLU's gate and up projection (one tensor, as
+  // Megatron and Transformer Engine fuse them) and the down projection.
+  auto mlp = [&](double ffn, bool expert) {
+    add((swiglu ? 2 : 1) * h * ffn, expert);
+    add(ffn * h, expert);
+    if (r.biases) {
+      add((swiglu ? 2 : 1) * ffn, expert);
+      add(h, expert);
+    }
+  };
+  if (kind.moe) {
+    const MoeShape& e = *m.moe;
+    add(h * d(e.experts));  // router
+    for (int64_t s = 0; s < e.shared_experts; ++s) mlp(d(e.ffn_hidden) / d(r.tp), false);
+    for (int64_t x = 0; x < e.experts / r.ep; ++x) mlp(d(e.ffn_hidden) / d(r.etp), true);
+  } else {
+    mlp(d(m.ffn_hidden) / d(r.tp), false);
+  }
+  return t;
 }
 
-StageParams layer_parameters(const Job& job) {
-  return layer_parameters(job, typical_layer_kind(job));
-}
-
-StageParams embedding_parameters(const Job& job) {
+std::vector<ParamTensor> embedding_parameter_tensors(const Job& job) {
   const RankShape r = rank_shape(job);
-  StageParams p;
-  p.dense = d(r.vocab) * d(r.hidden) +
-            (r.learned_positions ? d(job.training.seq_len) * d(r.hidden) : 0.0);
-  return p;
+  std::vector<ParamTensor> t{{d(r.vocab) * d(r.hidden), false}};
+  if (r.learned_positions) t.push_back({d(job.training.seq_len) * d(r.hidden), false});
+  return t;
 }
 
-StageParams head_parameters(const Job& job) {
+std::vector<ParamTensor> head_parameter_tensors(const Job& job) {
   const RankShape r = rank_shape(job);
-  StageParams p;
-  p.dense = r.biases ? 2.0 * d(r.hidden) : d(r.hidden);
+  std::vector<ParamTensor> t{{r.biases ? 2.0 * d(r.hidden) : d(r.hidden), false}};
   // Tied embeddings share the table when it lives on the same stage; with
   // pp > 1 the last stage keeps its own copy (Megatron), kept in sync by an
   // all-reduce of the two copies' gradients.
   const bool shared = job.model.tied_embeddings && job.plan.pp == 1;
-  if (!shared) p.dense += d(r.vocab) * d(r.hidden);
-  return p;
+  if (!shared) t.push_back({d(r.vocab) * d(r.hidden), false});
+  return t;
 }
 
-StageParams mtp_parameters(const Job& job) {
+std::vector<ParamTensor> mtp_parameter_tensors(const Job& job) {
+  // Its layer, the 2h -> h projection (column-parallel), the two input norms
+  // and its final norm.
   const RankShape r = rank_shape(job);
   const double h = d(r.hidden);
-  StageParams p = layer_parameters(job, mtp_layer_kind(job));
-  p.dense += 2 * h * h / d(r.tp) + 3 * h;
-  return p;
+  std::vector<ParamTensor> t = layer_parameter_tensors(job, mtp_layer_kind(job));
+  t.push_back({2 * h * h / d(r.tp), false});
+  for (int i = 0; i < 3; ++i) t.push_back({h, false});
+  return t;
 }
 
-StageParams range_parameters(const Job& job, const WorkRange& range) {
-  StageParams p;
-  auto add = [&p](const StageParams& q, double times) {
-    p.dense += times * q.dense;
-    p.expert += times * q.expert;
+std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range) {
+  std::vector<ParamTensor> t;
+  auto append = [&t](const std::vector<ParamTensor>& more, int64_t times) {
+    for (int64_t i = 0; i < times; ++i) t.insert(t.end(), more.begin(), more.end());
   };
-  for (const LayerRun& run : range.runs) add(layer_parameters(job, run.kind), d(run.count));
-  if (range.embedding) add(embedding_parameters(job), 1);
-  if (range.head) add(head_parameters(job), 1);
+  if (range.head) append(head_parameter_tensors(job), 1);
   if (range.mtp > 0) {
-    add(mtp_parameters(job), d(range.mtp));
+    append(mtp_parameter_tensors(job), range.mtp);
     // The shifted tokens' embedding (and the output layer, without the
     // head) need their own copy where the MTP sits apart from them.
-    if (!range.embedding) add({d(rank_shape(job).vocab) * d(job.model.hidden), 0}, 1);
-    if (!range.head) add(head_parameters(job), 1);
+    if (!range.embedding) t.push_back({d(rank_shape(job).vocab) * d(job.model.hidden), false});
+    if (!range.head) append(head_parameter_tensors(job), 1);
   }
+  for (auto run = range.runs.rbegin(); run != range.runs.rend(); ++run) {
+    append(layer_parameter_tensors(job, run->kind), run->count);
+  }
+  if (range.embedding) append(embedding_parameter_tensors(job), 1);
+  return t;
+}
+
+namespace {
+StageParams sum(const std::vector<ParamTensor>& tensors) {
+  StageParams p;
+  for (const ParamTensor& t : tensors) (t.expert ? p.expert : p.dense) += t.elements;
   return p;
+}
+}  // namespace
+
+StageParams layer_parameters(const Job& job, const LayerKind& kind) {
+  return sum(layer_parameter_tensors(job, kind));
+}
+StageParams layer_parameters(const Job& job) {
+  return layer_parameters(job, typical_layer_kind(job));
+}
+StageParams embedding_parameters(const Job& job) { return sum(embedding_parameter_tensors(job)); }
+StageParams head_parameters(const Job& job) { return sum(head_parameter_tensors(job)); }
+StageParams mtp_parameters(const Job& job) { return sum(mtp_parameter_tensors(job)); }
+StageParams range_parameters(const Job& job, const WorkRange& range) {
+  return sum(range_parameter_tensors(job, range));
 }
 
 StageParams stage_parameters(const Job& job, int64_t stage) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "strategies/job.h"
 #include "strategies/model.h"
@@ -57,6 +58,23 @@ StageParams range_parameters(const Job& job, const WorkRange& range);
 /// Parameters of the embedding / head on one rank of their stage.
 StageParams embedding_parameters(const Job& job);
 StageParams head_parameters(const Job& job);
+
+/// One parameter tensor on one rank (TP/EP sharded): its elements, and
+/// whether it is an expert weight (replicated over the expert-data-parallel
+/// group rather than dp*cp).
+struct ParamTensor {
+  double elements = 0;
+  bool expert = false;
+};
+/// The parameter tensors of one layer of `kind` / the embedding / the head
+/// / one MTP module / a range on one rank; their sums are layer_parameters()
+/// etc. A range's are in backward order: head, MTP modules, layers (last
+/// first), embedding.
+std::vector<ParamTensor> layer_parameter_tensors(const Job& job, const LayerKind& kind);
+std::vector<ParamTensor> embedding_parameter_tensors(const Job& job);
+std::vector<ParamTensor> head_parameter_tensors(const Job& job);
+std::vector<ParamTensor> mtp_parameter_tensors(const Job& job);
+std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range);
 
 // ---- FLOP conventions -------------------------------------------------------
 

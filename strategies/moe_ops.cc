@@ -162,6 +162,9 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
   b.set_moe_part(MoePart::kPermute);
   if (s.local_experts > 1) expert_memory(b, s, "moe_sort_by_expert", 2 * h * e, 0);
   b.set_moe_part(MoePart::kExperts);
+  const double experts_here = d(s.local_experts);
+  fp8_forward_casts(job, b, "moe_expert_fc1", s.busiest_rows * h, experts_here * h * d(s.n1),
+                    false);
   expert_gemm(b, s, "moe_expert_fc1", true, s.n1, r.hidden, 2 * d(s.n1) * h).saved_bytes =
       s.busiest_rows * h * e;
   // The activation scales by the routing probabilities (MCore >= 0.13).
@@ -173,6 +176,8 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
     expert_memory(b, s, "moe_expert_gelu", 2 * act_out * e, kGeluFlops * act_out).saved_bytes =
         act_out * e * s.busiest_rows;
   }
+  fp8_forward_casts(job, b, "moe_expert_fc2", s.busiest_rows * d(s.ffn),
+                    experts_here * d(s.ffn) * h, false);
   expert_gemm(b, s, "moe_expert_fc2", true, r.hidden, s.ffn, 2 * d(s.ffn) * h).saved_bytes =
       s.busiest_rows * d(s.ffn) * e;
   b.set_moe_part(MoePart::kPermute);
@@ -232,6 +237,7 @@ void moe_backward(const Job& job, const RankShape& r, Builder& b) {
   b.set_moe_part(MoePart::kExperts);
   const double fc2_per_row = 2 * d(s.ffn) * h;
   const double fc1_per_row = 2 * d(s.n1) * h;
+  fp8_grad_cast(job, b, "moe_expert_fc2", s.busiest_rows * h);
   expert_gemm(b, s, "moe_expert_fc2_dgrad", true, s.ffn, r.hidden, fc2_per_row);
   b.set_role(OpRole::kWeightGrad);
   expert_gemm(b, s, "moe_expert_fc2_wgrad", false, s.ffn, r.hidden, fc2_per_row);
@@ -244,6 +250,7 @@ void moe_backward(const Job& job, const RankShape& r, Builder& b) {
     expert_memory(b, s, "moe_expert_gelu_bwd", 3 * act_out * e,
                   kBackwardFlopsFactor * kGeluFlops * act_out);
   }
+  fp8_grad_cast(job, b, "moe_expert_fc1", s.busiest_rows * d(s.n1));
   expert_gemm(b, s, "moe_expert_fc1_dgrad", true, r.hidden, s.n1, fc1_per_row);
   b.set_role(OpRole::kWeightGrad);
   expert_gemm(b, s, "moe_expert_fc1_wgrad", false, r.hidden, s.n1, fc1_per_row);

@@ -83,11 +83,13 @@ class Builder {
     fix_model_flops(op);
     return op;
   }
-  Op& memory(std::string name, double bytes, double flops) {
+  /// A memory-bound op of `kernels` kernels moving `bytes` in all.
+  Op& memory(std::string name, double bytes, double flops, int32_t kernels = 1) {
     Op& op = add(std::move(name), OpKind::kMemoryBound);
     op.format = r_.act_format;
     op.memory = {bytes, flops};
     op.flops = flops;
+    op.kernels = kernels;
     return op;
   }
   /// A collective; returns nullptr (adds nothing) when the group has one rank.
@@ -161,6 +163,12 @@ struct AttnDims {
 /// The attention of a layer of `kind` on ranks of shape `r`.
 AttnDims attention_dims(const Job& job, const RankShape& r, const LayerKind& kind);
 
+/// The linears' GEMMs run in fp8: fp8 training under a framework that has it.
+inline bool fp8_linears(const Job& job) {
+  return job.training.precision == sim::NumberFormat::kFp8 &&
+         job.software.fp8.recipe != Fp8Recipe::kNone;
+}
+
 inline double norm_flops(const Job& job) {
   return job.model.norm == NormKind::kLayerNorm ? kLayerNormFlops : kRmsNormFlops;
 }
@@ -173,13 +181,24 @@ inline void pair(Op* collective, int32_t target) {
 
 // ---- Layer pieces (layer_pieces.cc) -------------------------------------------
 
+// ---- Element-wise pieces, as the framework implements them (elementwise_ops.cc) ----
+
 /// Norm forward; saves its input.
 void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
 /// Norm backward, with the residual-gradient accumulation.
 void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name);
 /// (bias +) dropout + residual add after a block; saves the dropout mask.
-void residual_forward(const RankShape& r, Builder& b, const char* name);
-void residual_backward(const RankShape& r, Builder& b, const char* name);
+void residual_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
+void residual_backward(const Job& job, const RankShape& r, Builder& b, const char* name);
+/// The residual add after attention and the norm before the MLP: one
+/// kernel when a compiler fuses the chain, else the two pieces.
+void residual_norm_forward(const Job& job, const RankShape& r, Builder& b, const char* residual,
+                           const char* norm);
+/// Rotary embedding of q and k (Llama style; nothing with learned
+/// positions), and the copy of grouped K/V heads to the full head count
+/// where the framework makes one.
+void rope_forward(const Job& job, const RankShape& r, Builder& b);
+void rope_backward(const Job& job, const RankShape& r, Builder& b);
 /// Input of a column-parallel linear: gathered over TP with SP.
 double column_input_saved(const RankShape& r);
 double full_hidden_bytes(const RankShape& r);
@@ -206,6 +225,16 @@ void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std
 void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         int64_t ffn);
 
+/// What an fp8 linear casts before its GEMM (nothing unless fp8_linears):
+/// its `input_elements`-element 16-bit input -- unless the norm before it
+/// writes fp8 (`after_norm` and Fp8Policy::cast_fused_with_norm) -- and,
+/// cast every call, its `weight_elements` weights.
+void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, double input_elements,
+                       double weight_elements, bool after_norm);
+/// The cast of a linear's `elements`-element output gradient before its fp8
+/// dgrad and wgrad GEMMs.
+void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double elements);
+
 // ---- Attention core (attention_ops.cc) ----------------------------------------
 
 /// The attention core of a layer's forward: scores, softmax and the weighted
@@ -214,8 +243,9 @@ void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const st
 void attention_core_forward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b);
 /// Its backward.
 void attention_core_backward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b);
-/// The projections of a layer's attention in front of the core: QKV (with
-/// RoPE), or MLA's down-projections, latent norms, up-projections and RoPE.
+/// The projections of a layer's attention in front of the core, from the
+/// normed input (with its SP gather): QKV (with its fp8 casts and RoPE), or
+/// MLA's down-projections, latent norms, up-projections and RoPE.
 void attention_projections_forward(const Job& job, const RankShape& r, Builder& b);
 void attention_projections_backward(const Job& job, const RankShape& r, Builder& b);
 

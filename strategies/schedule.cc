@@ -67,11 +67,103 @@ std::string Schedule::task_name(TaskId task) const {
   return out;
 }
 
-BuildResult build_schedule(const Job& job, Scope scope) {
+double Schedule::bytes(const Buffer& buffer) const {
+  return tensor_list_bytes[buffer.tensors] * static_cast<double>(buffer.repeats);
+}
+
+std::vector<TaskMemory> task_memory(const Schedule& schedule) {
+  std::vector<TaskMemory> out(schedule.tasks.size());
+  for (const Buffer& b : schedule.buffers) {
+    if (b.lifetime != Lifetime::kStep) continue;
+    const double bytes = schedule.bytes(b);
+    if (b.first_in_task) {
+      out[b.alloc].first += bytes;
+      continue;
+    }
+    out[b.alloc].alloc += bytes;
+    out[b.free].free += bytes;
+  }
+  return out;
+}
+
+std::array<double, kMemoryKinds> standing_memory(const Schedule& schedule, size_t rank_index) {
+  std::array<double, kMemoryKinds> out{};
+  const TaskId begin = schedule.rank_begin[rank_index], end = schedule.rank_begin[rank_index + 1];
+  for (const Buffer& b : schedule.buffers) {
+    if (b.lifetime == Lifetime::kStep || b.lifetime == Lifetime::kUntilNextStep) continue;
+    if (b.alloc < begin || b.alloc >= end) continue;
+    out[static_cast<size_t>(b.kind)] += schedule.bytes(b);
+  }
+  return out;
+}
+
+namespace {
+
+/// The problem for a schedule of more than kMaxScheduleTasks tasks, at the
+/// key that multiplies them most.
+PlanProblem too_many_tasks(const Job& job, int64_t ranks, Scope scope, size_t max_tasks) {
+  const int64_t m = micro_batches(job);
+  const std::string size = "the step has more than " + std::to_string(max_tasks) +
+                           " tasks to simulate (" + std::to_string(ranks) + " ranks x " +
+                           std::to_string(m) + " micro-batches x " +
+                           std::to_string(job.plan.virtual_stages) +
+                           " model chunks per rank, each a forward and a backward over " +
+                           "its layers, units and gradient buckets)";
+  if (m > 4096) {
+    return {"/training/global_batch", size,
+            "a real step runs at most a few thousand micro-batches per pipeline: a smaller "
+            "global_batch, or a larger micro_batch"};
+  }
+  if (scope == Scope::kEveryRank && ranks > job.plan.pp) {
+    return {"/options/simulation", size,
+            "simulate one rank per pipeline stage (\"symmetric\", the default)"};
+  }
+  return {"/model/layers", size,
+          "fewer layers, or coarser ZeRO-3 units (/options/fsdp_unit_layers) and gradient "
+          "buckets (/options/dp_bucket_params)"};
+}
+
+int64_t scheduled_ranks(const Job& job, Scope scope) {
+  return scope == Scope::kEveryRank ? job.plan.dp * job.plan.tp * job.plan.pp * job.plan.cp
+                                    : job.plan.pp;
+}
+
+}  // namespace
+
+std::optional<PlanProblem> schedule_size_problem(const Job& job, Scope scope, size_t max_tasks) {
+  // Every rank runs at least a forward and a backward task per micro-batch
+  // and chunk: refuse before the pipeline orders take that much memory.
+  const int64_t ranks = scheduled_ranks(job, scope);
+  const int64_t m = micro_batches(job);
+  if (m > kMaxMicroBatches) {
+    return PlanProblem{"/training/global_batch",
+                       "global_batch / (dp x micro_batch) = " + std::to_string(m) +
+                           " micro-batches per pipeline, more than podsim simulates (" +
+                           std::to_string(kMaxMicroBatches) + ")",
+                       "a real step runs at most a few thousand: a smaller global_batch, or a "
+                       "larger micro_batch"};
+  }
+  const double least_tasks = 2.0 * static_cast<double>(ranks) * static_cast<double>(m) *
+                             static_cast<double>(job.plan.virtual_stages);
+  if (least_tasks > static_cast<double>(max_tasks)) {
+    return too_many_tasks(job, ranks, scope, max_tasks);
+  }
+  return std::nullopt;
+}
+
+BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks) {
   BuildResult result;
   result.problems = validate(job);
   if (!result.problems.empty()) return result;
-  result.schedule = schedule_detail::Builder(job, scope).build();
+  if (std::optional<PlanProblem> too_large = schedule_size_problem(job, scope, max_tasks)) {
+    result.problems.push_back(std::move(*too_large));
+    return result;
+  }
+  try {
+    result.schedule = schedule_detail::Builder(job, scope, max_tasks).build();
+  } catch (const schedule_detail::TooManyTasks&) {
+    result.problems.push_back(too_many_tasks(job, scheduled_ranks(job, scope), scope, max_tasks));
+  }
   return result;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -92,14 +93,48 @@ struct Task {
   /// group). -1 for send/recv.
   int64_t instance = -1;
 
-  // Memory: `alloc_bytes` are taken when the task starts, `free_bytes` given
-  // back when it ends (activations, recomputed activations, gathered ZeRO-3
-  // weights, unreduced ZeRO-2/3 gradients).
-  double alloc_bytes = 0;
-  double free_bytes = 0;
-
   uint32_t dep_begin = 0;  ///< into Schedule::deps
   uint32_t dep_count = 0;
+};
+
+/// What a buffer holds, as the report breaks memory down.
+enum class MemoryKind : uint8_t {
+  kWeights,      ///< parameters in the format the kernels read (FSDP: the sharded masters too)
+  kGrads,        ///< accumulated gradients (their shard, when reduce-scattered every micro-batch)
+  kOptimizer,    ///< master weights and optimizer moments
+  kActivations,  ///< what forward passes keep for their backward passes
+  /// Recomputed activations, gathered weights, gradients waiting for their
+  /// reduce-scatter, loss and communication buffers, library workspaces.
+  kTemporaries,
+};
+inline constexpr int kMemoryKinds = 5;
+
+/// How long a buffer lives.
+enum class Lifetime : uint8_t {
+  kStep,        ///< from its `alloc` task's start to its `free` task's end, every step
+  kPersistent,  ///< allocated before the first step and kept (parameters, gradient buffers)
+  /// Allocated when `alloc` starts in the first step, then kept: optimizer
+  /// states, which PyTorch optimizers create on their first step.
+  kFromFirstStep,
+  /// From its `alloc` task's start to the start of the next step: gradients
+  /// that optimizer.zero_grad(set_to_none=True) frees before the next step.
+  kUntilNextStep,
+};
+
+/// Tensors allocated together and given back together: the unit the memory
+/// replay (scenarios/step) feeds the caching-allocator model with.
+struct Buffer {
+  uint32_t tensors = 0;  ///< index into Schedule::tensor_lists
+  uint32_t repeats = 1;  ///< the list, this many times over (one per layer)
+  TaskId alloc = 0;      ///< a task of the rank that holds the buffer
+  TaskId free = 0;       ///< kStep only: the task whose end gives it back
+  MemoryKind kind = MemoryKind::kActivations;
+  Lifetime lifetime = Lifetime::kStep;
+  Stream pool = Stream::kCompute;  ///< the stream whose cached blocks serve it
+  /// kStep with alloc == free: taken and given back as the task starts,
+  /// before its other buffers are taken (the loss, which a head's backward
+  /// computes before anything else).
+  bool first_in_task = false;
 };
 
 enum class Scope : uint8_t {
@@ -119,6 +154,10 @@ struct Schedule {
   std::vector<TaskId> deps;  ///< dependency pool (see Task::dep_begin)
   std::vector<Work> works;
   std::vector<Group> groups;
+  /// Bytes of each tensor of a list, in allocation order (shared by buffers).
+  std::vector<std::vector<double>> tensor_lists;
+  std::vector<double> tensor_list_bytes;  ///< the sum of each list
+  std::vector<Buffer> buffers;            ///< every simulated rank's, in program order per rank
 
   std::span<const TaskId> dependencies(TaskId task) const;
   std::span<const Task> rank_tasks(size_t rank_index) const;
@@ -126,14 +165,48 @@ struct Schedule {
   int64_t rank_index(int64_t rank) const;
   /// "F mb3 c1 L12-24" style label for traces and deadlock reports.
   std::string task_name(TaskId task) const;
+  /// Total bytes of a buffer.
+  double bytes(const Buffer& buffer) const;
 };
 
-/// Builds the schedule of `job`, or every problem that prevents it.
+/// Bytes a task takes when it starts and gives back when it ends: the
+/// per-step buffers (Lifetime::kStep) summed per task, the view of memory
+/// the pipeline charts and the sweep's bounds use.
+struct TaskMemory {
+  double first = 0;  ///< taken and given back as the task starts, first (Buffer::first_in_task)
+  double alloc = 0;
+  double free = 0;
+};
+std::vector<TaskMemory> task_memory(const Schedule& schedule);
+/// Bytes of the buffers of simulated rank `rank_index` that outlive a step
+/// (persistent and first-step ones), by MemoryKind.
+std::array<double, kMemoryKinds> standing_memory(const Schedule& schedule, size_t rank_index);
+
+/// The most tasks a schedule holds: every rank of the 16,384-GPU default
+/// scenario is 2.5 million (about 1 GiB by the time the engine has run
+/// them). A step needing more -- a million micro-batches, every rank of a
+/// far larger job -- is refused with a problem.
+inline constexpr size_t kMaxScheduleTasks = size_t{1} << 22;
+
+/// The most micro-batches per pipeline a step simulates. Published runs use
+/// tens (Llama 3 405B: 16); 65,536 is far past any, and keeps a sweep from
+/// computing pipeline orders of millions of slots for each plan.
+inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;
+
+/// Builds the schedule of `job`, or every problem that prevents it
+/// (validate(job), or a schedule of more than `max_tasks` tasks).
 struct BuildResult {
   std::optional<Schedule> schedule;
   std::vector<PlanProblem> problems;
 };
-BuildResult build_schedule(const Job& job, Scope scope);
+BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks = kMaxScheduleTasks);
+
+/// The problem build_schedule reports, without building anything, when
+/// `job` has more than kMaxMicroBatches micro-batches per pipeline, or its
+/// micro-batches and chunks alone give the ranks in `scope` more than
+/// `max_tasks` tasks (a forward and a backward each); nullopt if not.
+std::optional<PlanProblem> schedule_size_problem(const Job& job, Scope scope,
+                                                 size_t max_tasks = kMaxScheduleTasks);
 
 std::string_view to_string(TaskKind kind);
 std::string_view to_string(Stream stream);

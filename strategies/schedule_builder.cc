@@ -6,7 +6,7 @@
 
 namespace podsim::strategies::schedule_detail {
 
-Builder::Builder(const Job& job, Scope scope) : job_(job) {
+Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max_tasks_(max_tasks) {
   s_.job = job;
   s_.scope = scope;
   s_.layout = Layout(job.plan);
@@ -24,6 +24,7 @@ Builder::Builder(const Job& job, Scope scope) : job_(job) {
   per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
   const RankShape r = rank_shape(job);
   transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
+  intern_lists();
   if (scope == Scope::kEveryRank) {
     for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
   } else {
@@ -51,28 +52,41 @@ Builder::Builder(const Job& job, Scope scope) : job_(job) {
 
 Schedule Builder::build() {
   tables_.resize(s_.ranks.size());
-  // Ranks of one stage have equal task counts, so the largest count seen
-  // so far times the ranks left bounds what is still to come: reserve that
-  // (a doubling vector would hold up to twice the tasks of a 1,000-rank job).
-  size_t most_tasks = 0, most_edges = 0;
+  reserve_every_rank();
   for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
-    const size_t tasks_before = s_.tasks.size(), edges_before = edges_.size();
-    s_.rank_begin.push_back(static_cast<uint32_t>(tasks_before));
+    s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
     build_rank(ri);
-    most_tasks = std::max(most_tasks, s_.tasks.size() - tasks_before);
-    most_edges = std::max(most_edges, edges_.size() - edges_before);
-    const size_t left = s_.ranks.size() - ri - 1;
-    if (s_.tasks.capacity() < s_.tasks.size() + most_tasks * left) {
-      s_.tasks.reserve(s_.tasks.size() + most_tasks * left);
-    }
-    if (edges_.capacity() < edges_.size() + most_edges * left) {
-      edges_.reserve(edges_.size() + most_edges * left);
-    }
   }
   s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
   link_pipeline();
   finish_deps();
   return std::move(s_);
+}
+
+void Builder::reserve_every_rank() {
+  // Every rank of a stage has its representative's tasks and edges: count
+  // them on the representatives and reserve exactly. (Reserving the largest
+  // count seen so far for every rank left held up to twice the tasks a job
+  // with unequal stages needs, and a doubling vector as many.)
+  if (s_.scope != Scope::kEveryRank) return;
+  Builder reps(job_, Scope::kRepresentatives, max_tasks_);
+  reps.tables_.resize(reps.s_.ranks.size());
+  std::vector<size_t> tasks(static_cast<size_t>(p_), 0), edges(static_cast<size_t>(p_), 0);
+  for (size_t ri = 0; ri < reps.s_.ranks.size(); ++ri) {
+    const size_t tasks_before = reps.s_.tasks.size(), edges_before = reps.edges_.size();
+    reps.build_rank(ri);
+    tasks[static_cast<size_t>(reps.stage_)] = reps.s_.tasks.size() - tasks_before;
+    edges[static_cast<size_t>(reps.stage_)] = reps.edges_.size() - edges_before;
+  }
+  const auto ranks_per_stage = static_cast<size_t>(s_.layout.world() / p_);
+  const auto pipeline_links = static_cast<size_t>(2 * m_ * v_);  // link_pipeline, per rank
+  size_t all_tasks = 0, all_edges = 0;
+  for (size_t st = 0; st < tasks.size(); ++st) {
+    all_tasks += ranks_per_stage * tasks[st];
+    all_edges += ranks_per_stage * (edges[st] + pipeline_links);
+  }
+  s_.tasks.reserve(all_tasks);
+  edges_.reserve(all_edges);
 }
 
 int32_t Builder::work(Pass pass, const Piece& piece) {
@@ -140,6 +154,14 @@ void Builder::build_rank(size_t ri) {
   last_on_stream_.fill(kNoTask);
   group_cache_.fill(-1);
   last_compute_ = kNoTask;
+  kept_.assign(slots, {});
+  stage_outputs_.assign(slots, kNoBuffer);
+  until_step_end_.clear();
+  chunk_grads_.assign(static_cast<size_t>(v_), kNoBuffer);
+  chunk_grads_held_.assign(static_cast<size_t>(v_), false);
+  last_grad_sync_.assign(static_cast<size_t>(v_), kNoTask);
+  reduced_shards_.clear();
+  const auto first_task = static_cast<TaskId>(s_.tasks.size());
   const bool zero12 = zero_ == 1 || zero_ == 2;
 
   // ZeRO-1/2 with overlap: the parameter all-gathers of the previous
@@ -151,13 +173,17 @@ void Builder::build_rank(size_t ri) {
     for (const ChunkPlan& c : st.chunks) {
       auto& per_bucket = chunk_gathers[static_cast<size_t>(c.info.virtual_index)];
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
-        double unused = 0;
         per_bucket.push_back(param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                          static_cast<int32_t>(c.info.model_chunk), -1, &unused));
+                                          static_cast<int32_t>(c.info.model_chunk), -1, nullptr));
       }
     }
   }
   std::vector<bool> chunk_started(static_cast<size_t>(v_), false);
+  const DataParallelPolicy& dp = job_.software.data_parallel;
+  // FSDP1's BACKWARD_POST issues the next unit's gather after the current
+  // unit's gradients, DeepSpeed's 2021 ZeRO-3 when a unit is reached:
+  // either way the backward waits for it.
+  const bool backward_prefetch = dp.backward_prefetch == BackwardPrefetch::kPre;
 
   for (size_t si = 0; si < st.order.size(); ++si) {
     const Slot& slot = st.order[si];
@@ -189,19 +215,19 @@ void Builder::build_rank(size_t ri) {
                       : std::vector<Piece>{c.whole};
       for (size_t i = 0; i < pieces.size(); ++i) {
         const Piece& p = pieces[i];
-        double gathered = 0;
+        std::vector<size_t> gathered;
         std::vector<TaskId> gathers;
-        if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+        if (zero_ == 3) gathers = zero3_gather(p, slot, c, dp.forward_prefetch, &gathered);
         if (by_bucket) gathers = bucket_gathers[i];
-        Task t = compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p));
-        t.alloc_bytes = stored(c, p);
-        t.free_bytes = gathered;
-        const TaskId f = add(t);
+        const TaskId f = add(compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p)));
+        on_forward(f, c, p, key, first_of_chunk);
+        release(gathered, f);
         for (TaskId g : gathers) dep(f, g);
         if (zero_ == 3) consumers_.push_back(f);
         if (i == 0) tb.f_first[key] = f;
         tb.f_last[key] = f;
       }
+      on_chunk_forward_end(tb.f_last[key], c, key);
       send_forward(c, slot.chunk, slot.micro_batch, tb);
       continue;
     }
@@ -214,11 +240,21 @@ void Builder::build_rank(size_t ri) {
       const auto bkey = static_cast<size_t>(slot.backward_micro_batch * v_ + slot.backward_chunk);
       const bool last_b =
           static_cast<int64_t>(si) == st.last_grad_slot[static_cast<size_t>(slot.backward_chunk)];
-      Task t =
-          compute(TaskKind::kForwardBackward, slot, fc, fc.whole, pair_work(fc.whole, bc.whole));
-      t.alloc_bytes = stored(fc, fc.whole) + transient(bc.whole) + per_mb_grad_bytes(bc.whole);
-      t.free_bytes = stored(bc, bc.whole) + transient(bc.whole);
-      const TaskId id = add(t);
+      const TaskId id = add(
+          compute(TaskKind::kForwardBackward, slot, fc, fc.whole, pair_work(fc.whole, bc.whole)));
+      on_forward(id, fc, fc.whole, key, !chunk_started[static_cast<size_t>(slot.chunk)]);
+      chunk_started[static_cast<size_t>(slot.chunk)] = true;
+      if (recompute_) {
+        // The backward half's recompute, brought back and freed inside the pair.
+        const RecomputeTensors back =
+            range_recompute_tensors(job_, bc.info, bc.whole.layer_begin, bc.whole.layer_end);
+        const uint32_t list =
+            piece_list(PieceList::kRecomputed, bc.whole, [&] { return back.tensors; });
+        release(hold(id, list, back.repeats, MemoryKind::kTemporaries), id);
+      }
+      release_kept(id, bc, bc.whole, bkey, Kept::kAll);
+      const std::array<size_t, 2> grads = hold_micro_batch_grads(id, bc.whole);
+      on_backward(id, bc, bc.whole, true);
       tb.f_first[key] = tb.f_last[key] = id;
       tb.b_first[bkey] = tb.b_last[bkey] = id;
       dep(id, tb.f_last[bkey]);  // the backward's own forward
@@ -227,8 +263,10 @@ void Builder::build_rank(size_t ri) {
       backward.chunk = slot.backward_chunk;
       if (sync_now(last_b)) {
         grad_sync(bc.whole, &backward, slot.backward_chunk,
-                  static_cast<int32_t>(bc.info.model_chunk), last_b, id);
+                  static_cast<int32_t>(bc.info.model_chunk), last_b, id, grads);
       }
+      on_chunk_forward_end(id, fc, key);
+      on_chunk_backward_end(id, bkey);
       send_forward(fc, slot.chunk, slot.micro_batch, tb);
       send_backward(bc, slot.backward_chunk, slot.backward_micro_batch, tb);
       continue;
@@ -243,31 +281,46 @@ void Builder::build_rank(size_t ri) {
       TaskId b = kNoTask;
       for (size_t i = 0; i < pieces.size(); ++i) {
         const Piece& p = pieces[i];
-        double gathered = 0;
+        std::vector<size_t> gathered;
         std::vector<TaskId> gathers;
-        if (zero_ == 3) gathers = zero3_gather(p, slot, c, &gathered);
+        if (zero_ == 3) gathers = zero3_gather(p, slot, c, backward_prefetch, &gathered);
         TaskId first = kNoTask;
+        size_t recomputed = kNoBuffer;
+        std::vector<TaskId> regathered;
         if (recompute_) {
-          Task r = compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p));
-          r.alloc_bytes = transient(p);
-          first = add(r);
+          // DeepSpeed: the recompute's post-forward hook releases the
+          // weights and the backward's pre-hook gathers them again.
+          const bool regather = zero_ == 3 && dp.regather_for_recompute;
+          first = add(compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p)));
+          // One layer (every C: C layers) brought back at a time.
+          const RecomputeTensors back =
+              range_recompute_tensors(job_, c.info, p.layer_begin, p.layer_end);
+          const uint32_t list = piece_list(PieceList::kRecomputed, p, [&] { return back.tensors; });
+          recomputed = hold(first, list, back.repeats, MemoryKind::kTemporaries);
           for (TaskId g : gathers) dep(first, g);
+          if (regather) {
+            release(gathered, first);
+            gathered.clear();
+            consumers_.push_back(first);
+            regathered = zero3_gather(p, slot, c, false, &gathered);
+          }
         }
-        Task bt = compute(grad_slot ? TaskKind::kBackward : TaskKind::kBackwardInput, slot, c, p,
-                          work(grad_slot ? Pass::kBackward : Pass::kBackwardInput, p));
-        const double released = stored(c, p) + transient(p);
+        b = add(compute(grad_slot ? TaskKind::kBackward : TaskKind::kBackwardInput, slot, c, p,
+                        work(grad_slot ? Pass::kBackward : Pass::kBackwardInput, p)));
+        for (TaskId g : regathered) dep(b, g);
+        release(recomputed, b);
+        release(gathered, b);
+        std::array<size_t, 2> grads{kNoBuffer, kNoBuffer};
         if (grad_slot) {
-          bt.alloc_bytes = per_mb_grad_bytes(p);
-          bt.free_bytes = released;
-        } else if (inputs_recomputed()) {
-          bt.alloc_bytes = weight_inputs(p) + output_grads(p);
-          bt.free_bytes = released;
+          release_kept(b, c, p, key, Kept::kAll);
+          grads = hold_micro_batch_grads(b, p);
         } else {
-          bt.alloc_bytes = output_grads(p);
-          bt.free_bytes = std::max(0.0, released - weight_inputs(p));
+          // Zero-bubble B keeps the GEMM inputs (recomputed ones too) and the
+          // output gradients for W.
+          release_kept(b, c, p, key, inputs_recomputed() ? Kept::kAll : Kept::kAllButWeightInputs);
+          hold_for_weight_pass(b, c, p, key);
         }
-        bt.free_bytes += gathered;
-        b = add(bt);
+        on_backward(b, c, p, grad_slot);
         if (first == kNoTask) {
           first = b;
           for (TaskId g : gathers) dep(b, g);
@@ -277,9 +330,12 @@ void Builder::build_rank(size_t ri) {
           tb.b_first[key] = first;
           dep(first, tb.f_last[key]);  // every forward precedes its backward
         }
-        if (grad_slot && sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, b);
+        if (grad_slot && sync_now(last_grad)) {
+          grad_sync(p, &slot, slot.chunk, mc, last_grad, b, grads);
+        }
       }
       tb.b_last[key] = b;
+      on_chunk_backward_end(b, key);
       send_backward(c, slot.chunk, slot.micro_batch, tb);
       continue;
     }
@@ -290,12 +346,13 @@ void Builder::build_rank(size_t ri) {
                                       : bucket_pieces ? *bucket_pieces
                                                       : std::vector<Piece>{c.whole};
     for (const Piece& p : pieces) {
-      Task wt = compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p));
-      wt.alloc_bytes = per_mb_grad_bytes(p);
-      wt.free_bytes = weight_inputs(p) + output_grads(p);
-      const TaskId w = add(wt);
+      const TaskId w =
+          add(compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p)));
+      release_kept(w, c, p, key, Kept::kWeightInputsAndOutputGrads);
+      on_weight_grads(w, c, p);
+      const std::array<size_t, 2> grads = hold_micro_batch_grads(w, p);
       dep(w, tb.b_last[key]);
-      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w);
+      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w, grads);
     }
   }
 
@@ -324,12 +381,12 @@ void Builder::build_rank(size_t ri) {
   blocking_.clear();
   const TaskId opt = add(o);
   dep(opt, reduce_tail);
+  finish_rank_memory(first_task, opt, st);
   if (zero12 && !job_.options.overlap_dp) {
     for (const ChunkPlan& c : st.chunks) {
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
-        double unused = 0;
         for (TaskId g : param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                     static_cast<int32_t>(c.info.model_chunk), -1, &unused)) {
+                                     static_cast<int32_t>(c.info.model_chunk), -1, nullptr)) {
           dep(g, opt);
         }
       }
@@ -426,15 +483,31 @@ void Builder::link_dualpipe() {
 }
 
 void Builder::finish_deps() {
-  std::sort(edges_.begin(), edges_.end());
-  edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
-  s_.deps.reserve(edges_.size());
-  size_t e = 0;
-  for (size_t t = 0; t < s_.tasks.size(); ++t) {
-    s_.tasks[t].dep_begin = static_cast<uint32_t>(s_.deps.size());
-    while (e < edges_.size() && edges_[e].first == t) s_.deps.push_back(edges_[e++].second);
-    s_.tasks[t].dep_count = static_cast<uint32_t>(s_.deps.size()) - s_.tasks[t].dep_begin;
+  // Each task's dependencies ascending and without repeats: a counting sort
+  // of the edges by task, then each task's few sorted in place (sorting all
+  // the edges at once was a fifth of an every-rank build).
+  const size_t n = s_.tasks.size();
+  std::vector<uint32_t> begin(n + 1, 0);
+  for (const auto& edge : edges_) ++begin[edge.first + 1];
+  for (size_t t = 0; t < n; ++t) begin[t + 1] += begin[t];
+  s_.deps.resize(edges_.size());
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& [after, before] : edges_) s_.deps[fill[after]++] = before;
   }
+  edges_ = {};
+  uint32_t kept = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const auto first = s_.deps.begin() + begin[t];
+    std::sort(first, s_.deps.begin() + begin[t + 1]);
+    const auto last = std::unique(first, s_.deps.begin() + begin[t + 1]);
+    s_.tasks[t].dep_begin = kept;
+    // Compaction: `kept` never passes begin[t], so this copies downwards.
+    for (auto it = first; it != last; ++it) s_.deps[kept++] = *it;
+    s_.tasks[t].dep_count = kept - s_.tasks[t].dep_begin;
+  }
+  s_.deps.resize(kept);
+  s_.deps.shrink_to_fit();
 }
 
 }  // namespace podsim::strategies::schedule_detail

@@ -30,20 +30,6 @@ Piece piece_of(const Job& job, const ChunkInfo& c, int64_t begin, int64_t end, b
   return p;
 }
 
-/// Fills the memory fields of a piece of chunk `c` (computed once per piece:
-/// tasks reuse them).
-void set_memory(const Job& job, const ChunkInfo& c, Piece& p) {
-  p.stored =
-      stored_activation_bytes(job, c, p.layer_begin, p.layer_end, p.embedding, p.head, p.mtp);
-  p.transient = recompute_transient_bytes(job, c, p.layer_begin, p.layer_end);
-  p.weight_inputs = p.output_grads = 0;
-  for (const LayerRun& run : p.range.runs) {
-    const LayerActivations a = layer_activations(job, run.kind);
-    p.weight_inputs += d(run.count) * a.weight_inputs;
-    p.output_grads += d(run.count) * a.output_grads;
-  }
-}
-
 }  // namespace
 
 ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
@@ -96,9 +82,6 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
     add_params(open.params, embedding_parameters(job));
   }
   close();
-  set_memory(job, c, cp.whole);
-  for (Piece& p : cp.units) set_memory(job, c, p);
-  for (Piece& p : cp.buckets) set_memory(job, c, p);
   return cp;
 }
 

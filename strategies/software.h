@@ -144,9 +144,58 @@ struct OptimizerPolicy {
   bool dtensor_params = false;
 };
 
+/// How the framework holds the model's state and its temporaries (the
+/// `memory` group): what the schedule's buffers are (strategies/schedule.h).
+enum class ParamStorage : uint8_t {
+  /// 16-bit weights beside the optimizer's fp32 master copy (Megatron's
+  /// distributed optimizer, DeepSpeed).
+  kWeightsAndMaster,
+  /// The (sharded) parameter is the fp32 master; 16-bit weights exist only
+  /// while gathered (PyTorch FSDP mixed precision).
+  kMasterOnly,
+};
+enum class GradBuffers : uint8_t {
+  kPersistent,  ///< contiguous gradient buffers allocated once, zeroed in place
+  kPerStep,     ///< allocated by each step's backward, freed by zero_grad(set_to_none)
+};
+enum class WeightGrads : uint8_t {
+  kIntoMainGrad,  ///< weight-gradient GEMMs accumulate into the fp32 main-grad buffer
+  /// Autograd writes a 16-bit .grad per parameter, which the framework then
+  /// adds or copies into its accumulator or reduce-scatter input.
+  kAutogradThenCopy,
+};
+enum class GatheredWeights : uint8_t {
+  kBesideShard,  ///< into a buffer around the local shard: (1 - 1/shard) of the unit
+  kFullCopy,     ///< a new full-size buffer; the shard is kept apart (DeepSpeed ZeRO-3)
+  /// A flat all-gather output in the gather stream's pool, copied out into
+  /// per-parameter 16-bit storage on the compute stream (FSDP2).
+  kCopyOut,
+  kFlatSideStream,  ///< the unsharded flat parameter, in the gather stream's pool (FSDP1)
+};
+enum class StageOutputs : uint8_t {
+  kDeallocated,        ///< freed once sent (Megatron's deallocate_output_tensor)
+  kKeptUntilBackward,  ///< kept with the autograd graph until the micro-batch's backward
+  kKeptUntilStepEnd,   ///< every micro-batch's output kept until the step ends
+};
+enum class ReceiveBuffers : uint8_t {
+  kPerTransfer,    ///< allocated for each receive (Megatron's p2p_communication)
+  kPerMicroBatch,  ///< one per micro-batch and chunk, allocated once and kept
+};
+struct MemoryPolicy {
+  ParamStorage param_storage = ParamStorage::kWeightsAndMaster;
+  GradBuffers grad_buffers = GradBuffers::kPersistent;
+  WeightGrads weight_grads = WeightGrads::kIntoMainGrad;
+  GatheredWeights gathered_weights = GatheredWeights::kBesideShard;
+  StageOutputs stage_outputs = StageOutputs::kDeallocated;
+  ReceiveBuffers receive_buffers = ReceiveBuffers::kPerTransfer;
+};
+
 /// The schedule-policy face of a software preset.
 struct SoftwarePolicy {
   ElementwisePolicy elementwise;
+  /// Compiled element-wise code is entered once per block and pass
+  /// (torch.compile per TransformerBlock), not once per step (XLA).
+  bool compiled_block_calls = false;
   LossImpl loss = LossImpl::kVocabParallelFp32;
   SelectiveRecompute selective = SelectiveRecompute::kAttentionCore;
   /// Unfused attention: the fused softmax kernel takes at most this many
@@ -157,6 +206,7 @@ struct SoftwarePolicy {
   Fp8Policy fp8;
   TpOverlap tp_overlap = TpOverlap::kTeUserbuffers;
   OptimizerPolicy optimizer;
+  MemoryPolicy memory;
 };
 
 }  // namespace podsim::strategies

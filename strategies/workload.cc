@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "strategies/memory.h"
 #include "strategies/op_builder.h"
 
 namespace podsim::strategies {
@@ -16,54 +17,96 @@ using ops::column_linear_backward;
 using ops::d;
 using ops::dense_mlp_backward;
 using ops::dense_mlp_forward;
+using ops::fp8_forward_casts;
+using ops::fp8_grad_cast;
 using ops::full_hidden_bytes;
 using ops::kAdamFlops;
 using ops::kDropoutFlops;
 using ops::kSgdFlops;
 using ops::kSoftmaxFlops;
+using ops::mlp_in_columns;
 using ops::moe_backward;
 using ops::moe_forward;
 using ops::norm_backward;
 using ops::norm_forward;
 using ops::residual_backward;
 using ops::residual_forward;
+using ops::residual_norm_forward;
+using ops::rope_backward;
+using ops::rope_forward;
 using ops::row_linear_backward;
 using ops::sp_gather_forward;
 using ops::tp_reduce_forward;
 
 namespace {
 
+/// HBM bytes per logit element and kernels of the softmax cross-entropy over
+/// the (vocab-parallel) logits, from each implementation's kernels.
+struct LossKernels {
+  double forward_bytes;
+  int32_t forward_kernels;
+  double backward_bytes;
+  int32_t backward_kernels;
+};
+LossKernels loss_kernels(LossImpl impl) {
+  switch (impl) {
+    case LossImpl::kVocabParallelFp32:
+      // megatron/core/tensor_parallel/cross_entropy.py l.20-79 on
+      // output.float(): cast r2 w4, max r4, sub_ r4 w4, exp r4 w4, sum r4,
+      // div_ r4 w4 (the softmax kept); backward: grad = softmax - onehot
+      // times the loss gradient r4 w4, cast back r4 w2.
+      return {38, 6, 14, 2};
+    case LossImpl::kFp32Upcast:
+      // cross_entropy(logits.float()): cast r2 w4; log_softmax reads the row
+      // for its max, its sum of exponentials and the output (r12 w4); nll
+      // gathers. Backward: nll's zero-filled gradient w4, log_softmax's
+      // backward reads the gradient twice and its output (r12 w4), cast back
+      // r4 w2 (torchtitan train.py l.131-134 @9dec370; PyTorch's
+      // cunn_SoftMaxForward / Backward).
+      return {22, 3, 26, 4};
+    case LossImpl::kFused:
+      // One online-softmax pass over the 16-bit logits, one backward kernel
+      // reading them and writing the gradient (flash-attn's xentropy kernel
+      // behind llm-foundry's fused_crossentropy; XLA's fused softmax
+      // cross-entropy).
+      return {2, 1, 4, 1};
+  }
+  return {38, 6, 14, 2};
+}
+
 void layer_forward(const Job& job, const RankShape& r, const LayerKind& kind, Builder& b) {
   const ops::AttnDims a = ops::attention_dims(job, r, kind);
   norm_forward(job, r, b, "attn_norm");
-  sp_gather_forward(job, r, b, "attn_input_gather");
   ops::attention_projections_forward(job, r, b);
   attention_core_forward(job, r, a, b);
+  fp8_forward_casts(job, b, "attn_out", d(r.tokens) * a.o_width, a.o_width * d(r.hidden), false);
   const int32_t out = b.size();
   const auto o_width = static_cast<int64_t>(a.o_width);
   b.gemm("attn_out", r.tokens, r.hidden, o_width).saved_bytes = d(r.tokens) * a.o_width * r.e;
   tp_reduce_forward(job, r, b, "attn_reduce", out, full_hidden_bytes(r));
-  residual_forward(r, b, "attn_residual");
-  norm_forward(job, r, b, "mlp_norm");
+  residual_norm_forward(job, r, b, "attn_residual", "mlp_norm");
   if (kind.moe) {
     moe_forward(job, r, b);
   } else {
+    fp8_forward_casts(job, b, "mlp_fc1", d(r.norm_tokens) * d(r.hidden),
+                      d(r.hidden) * d(mlp_in_columns(job, r.ffn)), true);
     sp_gather_forward(job, r, b, "mlp_input_gather");
     dense_mlp_forward(job, r, b, "mlp", r.ffn);
   }
-  residual_forward(r, b, "mlp_residual");
+  residual_forward(job, r, b, "mlp_residual");
 }
 
 void layer_backward(const Job& job, const RankShape& r, const LayerKind& kind, Builder& b) {
   const ops::AttnDims a = ops::attention_dims(job, r, kind);
-  residual_backward(r, b, "mlp_residual_bwd");
+  residual_backward(job, r, b, "mlp_residual_bwd");
   if (kind.moe) {
     moe_backward(job, r, b);
   } else {
     dense_mlp_backward(job, r, b, "mlp", r.ffn);
   }
   norm_backward(job, r, b, "mlp_norm_bwd");
-  residual_backward(r, b, "attn_residual_bwd");
+  residual_backward(job, r, b, "attn_residual_bwd");
+  fp8_grad_cast(job, b, "attn_out", d(r.norm_tokens) * d(r.hidden));
   row_linear_backward(r, b, "attn_out", static_cast<int64_t>(a.o_width), r.hidden);
   attention_core_backward(job, r, a, b);
   ops::attention_projections_backward(job, r, b);
@@ -93,6 +136,39 @@ std::vector<Op> split_backward(std::vector<Op> ops, Pass pass) {
   if (pass == Pass::kBackward) return ops;
   const OpRole wanted = pass == Pass::kBackwardWeight ? OpRole::kWeightGrad : OpRole::kInputGrad;
   return filter_ops(ops, [wanted](const Op& op) { return op.role == wanted; });
+}
+
+/// torchtitan's op-level selective checkpointing (parallelize_llama.py
+/// _save_list and _custom_policy @9dec370): in each block the outputs of the
+/// 1st, 3rd, 5th, ... aten.mm are saved -- torchtitan's separate wq, wk, wv,
+/// wo, w1, w3, w2, in that order, so wq, wv, w1 and w2 (GeLU: wq, wv, w1) --
+/// with SDPA's and the reduce-scatters'; everything else runs again before
+/// the backward, element-wise ops included. torchao Float8 linears call
+/// _scaled_mm, which the list does not name: every linear runs again.
+std::vector<Op> matmul_save_list(const Job& job, const RankShape& r, std::vector<Op> ops) {
+  const bool float8 = ops::fp8_linears(job);
+  const bool swiglu = job.model.mlp == MlpKind::kSwiglu;
+  auto recompute_columns = [&](const Op& op) -> int64_t {
+    if (float8) return op.gemm.n;
+    if (op.name == "qkv") return r.kv_heads * r.head_dim;         // wk only
+    if (op.name == "mlp_fc1") return swiglu ? op.gemm.n / 2 : 0;  // w3 only
+    if (op.name == "mlp_fc2") return swiglu ? 0 : op.gemm.n;
+    return op.gemm.n;  // wo, and any other matrix product
+  };
+  for (Op& op : ops) {
+    if (op.kind != OpKind::kGemm || op.attention_core) continue;
+    const int64_t n = recompute_columns(op);
+    op.flops *= static_cast<double>(n) / static_cast<double>(op.gemm.n);
+    op.gemm.n = n;
+  }
+  return filter_ops(ops, [](const Op& op) {
+    if (op.attention_core) return false;  // SDPA saved (and its CP exchanges)
+    if (op.kind == OpKind::kGemm) return op.gemm.n > 0;
+    if (op.kind == OpKind::kCollective) {
+      return op.collective.kind != CollectiveKind::kReduceScatter;
+    }
+    return true;
+  });
 }
 
 std::vector<Op> as_recompute(std::vector<Op> ops) {
@@ -181,7 +257,10 @@ RankShape rank_shape(const Job& job) {
   r.ffn = m.ffn_hidden / p.tp;
   r.vocab = (m.vocab + p.tp - 1) / p.tp;
   r.e = activation_element_bytes(job);
-  r.gemm_format = job.training.precision;
+  // Under a framework without fp8 the GEMMs stay 16-bit.
+  r.gemm_format = job.training.precision == sim::NumberFormat::kFp8 && !ops::fp8_linears(job)
+                      ? sim::NumberFormat::kBf16
+                      : job.training.precision;
   r.act_format = job.training.precision == sim::NumberFormat::kFp32 ? sim::NumberFormat::kFp32
                                                                     : sim::NumberFormat::kBf16;
   r.flash = job.options.flash_attention;
@@ -203,6 +282,9 @@ std::vector<Op> layer_ops(const Job& job, const LayerKind& kind, Pass pass) {
       case RecomputeMode::kNone:
         return {};
       case RecomputeMode::kSelective:
+        if (job.software.selective == SelectiveRecompute::kMatmulSaveList) {
+          return as_recompute(matmul_save_list(job, r, std::move(ops)));
+        }
         return as_recompute(filter_ops(ops, [](const Op& op) { return op.attention_core; }));
       case RecomputeMode::kFull:
       case RecomputeMode::kEvery:
@@ -259,7 +341,9 @@ std::vector<Op> embedding_ops(const Job& job, Pass pass) {
 }
 
 std::vector<Op> head_ops(const Job& job, Pass pass) {
-  const RankShape r = rank_shape(job);
+  RankShape r = rank_shape(job);
+  // The vocabulary projection stays 16-bit unless the framework puts it in fp8.
+  if (!job.software.fp8.output_layer) r.gemm_format = r.act_format;
   const double logits = d(r.tokens) * d(r.vocab);
   if (pass == Pass::kRecompute) return {};
   if (pass == Pass::kForward) {
@@ -267,16 +351,20 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
     norm_forward(job, r, b, "final_norm");
     sp_gather_forward(job, r, b, "head_input_gather");
     b.gemm("logits", r.tokens, r.vocab, r.hidden).saved_bytes = column_input_saved(r);
-    // Vocab-parallel cross-entropy in fp32: the fp32 softmax is kept for the
-    // backward pass (Megatron, torchtitan upcast the logits).
-    b.memory("cross_entropy", logits * (r.e + 8), kSoftmaxFlops * logits).saved_bytes = logits * 4;
+    const LossKernels loss = loss_kernels(job.software.loss);
+    // What the loss keeps for its backward pass (memory.h loss_memory:
+    // the fp32 softmax of Megatron and torchtitan, a fused kernel's logits).
+    b.memory("cross_entropy", logits * loss.forward_bytes, kSoftmaxFlops * logits,
+             loss.forward_kernels)
+        .saved_bytes = logits * loss_memory(job).kept;
     Op* stats =
         b.collective("cross_entropy_stats", Dim::kTp, CollectiveKind::kAllReduce, d(r.tokens) * 4);
     if (stats != nullptr) stats->count = 3;  // max, sum of exp, target logit
     return b.take();
   }
   Builder b(r, OpRole::kInputGrad);
-  b.memory("cross_entropy_bwd", logits * (4 + r.e), 2 * logits);
+  const LossKernels loss = loss_kernels(job.software.loss);
+  b.memory("cross_entropy_bwd", logits * loss.backward_bytes, 2 * logits, loss.backward_kernels);
   column_linear_backward(r, b, "logits", r.hidden, r.vocab);
   norm_backward(job, r, b, "final_norm_bwd");
   return split_backward(b.take(), pass);
@@ -371,6 +459,11 @@ Work make_work(const Job& job, Pass pass, const WorkRange& range) {
     if (range.head) add("head", 1, head_ops(job, pass));
     for (auto it = range.runs.rbegin(); it != range.runs.rend(); ++it) add_layers(*it);
     if (range.embedding) add("embedding", 1, embedding_ops(job, pass));
+  }
+  // torch.compile per block: each layer's pass is one call into its
+  // compiled region (XLA compiles the whole step: no per-block call).
+  if (job.software.elementwise.compiled && job.software.compiled_block_calls) {
+    for (const LayerRun& run : range.runs) w.host.compiled_region_calls += run.count;
   }
   return w;
 }

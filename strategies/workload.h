@@ -144,6 +144,10 @@ struct Op {
   /// is its shape under even load, so that the excess can be priced.
   double imbalance = 1;
   GemmShape balanced_gemm;
+  /// GPU kernels one instance launches (an eager chain of PyTorch ops is one
+  /// op of several kernels): each pays its launch and memory latency, and
+  /// the host issues each.
+  int32_t kernels = 1;
 
   bool is_compute() const { return kind != OpKind::kCollective; }
 };
@@ -156,6 +160,14 @@ struct Segment {
   std::vector<Op> ops;
 };
 
+/// What the host does for a work besides issuing its kernels.
+struct HostWork {
+  int64_t compiled_region_calls = 0;  ///< calls into compiled regions (one per block and pass)
+  int64_t hooked_units = 0;           ///< sharding-framework hook calls (per unit and pass)
+  int64_t syncs = 0;                  ///< host synchronisations inside the work
+  double dtensor_dispatches = 0;      ///< ops dispatched tensor by tensor through DTensor
+};
+
 /// What one task runs. Many tasks share one work (all forwards of a chunk).
 struct Work {
   std::string name;
@@ -163,6 +175,7 @@ struct Work {
   /// DualPipe's overlapped forward & backward: the expert-parallel
   /// communication of either half runs beside the other half's compute.
   bool overlap_ep_comm = false;
+  HostWork host;
 
   /// Hardware FLOPs of the whole work (collectives excluded).
   double flops() const;

@@ -8,8 +8,8 @@
 #include "calibration/execute_report.h"
 
 // The host-facing entry point of the executor (`podsim execute`). Plain C++:
-// the CLI includes it without CUDA headers. Built only with nvcc (target
-// podsim_calibration_cuda).
+// the CLI includes it without CUDA headers. Built only with nvcc, into the
+// module the CLI loads (target podsim_cuda, module.h).
 namespace podsim::calibration::gpu {
 
 struct ExecuteRunOptions {

@@ -7,8 +7,8 @@
 #include "calibration/measurements.h"
 
 // The host-facing entry points of the CUDA microbenchmarks. Plain C++: the
-// CLI includes this without CUDA headers. Built only when nvcc is found
-// (target podsim_calibration_cuda).
+// CLI includes this without CUDA headers. Built only when nvcc is found, into
+// the module the CLI loads (target podsim_cuda, module.h).
 namespace podsim::calibration::gpu {
 
 struct RunOptions {

@@ -120,7 +120,8 @@ std::optional<ExecOp> convert(const Op& op, ExecPhase phase, const Job& job,
       return e;
     }
   }
-  const hwmodels::KernelCost cost = price_op(op, hw.gpu, job);
+  // podsim's own kernels run here: its flash model, not a framework's.
+  const hwmodels::KernelCost cost = price_op(op, hw.gpu, job, std::nullopt);
   e.predicted_s = cost.time_s;
   e.predicted_bound = std::string(hwmodels::to_string(cost.bound));
   return e;
@@ -296,13 +297,19 @@ Job check_job(const Job& job) {
 
 Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOptions& options,
                                      const hwmodels::GpuModel& gpu) {
-  const Job job = job_of(spec);
+  // podsim's own kernels run here, whatever framework the scenario names:
+  // its op list (the fused one) and its flash kernel.
+  Job job = job_of(spec);
+  job.software = strategies::SoftwarePolicy{};
+  job.options.flash_attention = spec.options.flash_attention;
   std::vector<Problem> problems;
   for (const strategies::PlanProblem& p : strategies::validate(job)) {
     problems.push_back({p.path, p.message, p.hint});
   }
-  for (const auto& p : hwmodels::Fabric::validate(spec.cluster)) {
-    problems.push_back({"/cluster/" + p.path, p.message, p.hint});
+  hwmodels::FabricOptions fabric_options;  // the job's GPUs, not the whole cluster
+  fabric_options.gpus = spec.gpus;
+  for (const auto& p : hwmodels::Fabric::validate(spec.cluster, fabric_options)) {
+    problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
   if (spec.cluster.total_gpus() < job.plan.tp) {
@@ -310,7 +317,7 @@ Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOpti
                                  "add nodes or lower tp"}};
   }
   const int64_t layers = options.layers.value_or(gpu_share_layers(job));
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster, fabric_options);
   const hwmodels::CollectiveParams collectives =
       hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
   const ExecuteHardware hw{gpu, fabric, collectives};

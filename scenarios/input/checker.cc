@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "scenarios/input/json_text.h"
@@ -47,12 +48,25 @@ std::string shown(const json& value) {
   return text.size() > 60 ? text.substr(0, 60) + "..." : text;
 }
 
+/// Nonzero numbers closer to zero than this (subnormal doubles) are too
+/// small to compute with: products with them underflow to 0 (5e-324 B/s x
+/// 0.5 is 0 B/s) and quotients overflow to infinity.
+constexpr double kSmallestNonzero = std::numeric_limits<double>::min();
+
+bool subnormal(double v) { return v != 0 && std::fabs(v) < kSmallestNonzero; }
+
 bool in_range(double v, const KeyDecl& decl) {
   if (!(v <= decl.max)) return false;  // also false for NaN
+  if (subnormal(v)) return false;
   return decl.min_exclusive ? v > decl.min : v >= decl.min;
 }
 
-std::string range_message(const std::string& what, const KeyDecl& decl) {
+std::string range_message(const std::string& what, double v, const KeyDecl& decl) {
+  if (subnormal(v)) {
+    return what +
+           " is out of range: too close to zero to compute with (nonzero values need "
+           "a magnitude of at least 2.2e-308)";
+  }
   return what + " is out of range (allowed: " + allowed_text(decl) + ")";
 }
 
@@ -67,10 +81,10 @@ std::optional<double> number_in_range(const json& value, const KeyDecl& decl,
   }
   const double v = value.get<double>();
   if (!in_range(v, decl)) {
-    message = range_message(shown(value), decl);
+    message = range_message(shown(value), v, decl);
     return std::nullopt;
   }
-  return v;
+  return v == 0 ? 0.0 : v;  // -0 is 0: it must not print as "-0"
 }
 
 /// The rank-layout string: a permutation of tp, cp, ep, dp, pp.
@@ -183,10 +197,10 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
             shown(value) + (value.is_string() ? " = " + format_number(v) + " " +
                                                     std::string(dimension_unit(decl.dimension))
                                               : ""),
-            decl);
+            v, decl);
         return std::nullopt;
       }
-      return CheckedValue(v);
+      return CheckedValue(v == 0 ? 0.0 : v);
     }
     case KeyKind::kBool:
       if (!value.is_boolean()) {
@@ -282,7 +296,7 @@ struct Checker::Walk {
   CheckedDocument out;
 
   void problem(const std::string& path, std::string message, std::string hint = "") {
-    problems.push_back({checker.prefix_ + path, std::move(message), std::move(hint)});
+    add_problem(problems, {checker.prefix_ + path, std::move(message), std::move(hint)});
   }
 
   const KeyDecl& decl_for(const std::string& pattern) const {

@@ -1,5 +1,7 @@
 #include "scenarios/input/json_text.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -59,16 +61,46 @@ class BoundedDomBuilder {
   bool key(json::string_t& key) {
     Frame& top = frames_.back();
     if (top.container->contains(key)) {
-      problems_.push_back({child_path(key), "duplicate key", "give each key once"});
+      add_problem(problems_, {child_path(key), "duplicate key", "give each key once"});
     }
     top.key = std::move(key);
     return true;
   }
 
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+  bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& error) {
-    problems_.push_back({current_path(), describe_syntax_error(position, error.what()),
-                         "the file must be one JSON object"});
+    // nlohmann says "[json.exception.parse_error.101] parse error at line 3,
+    // column 7: <reason>"; its id and wording stay inside: the problem says
+    // where, what and how to fix it in the contract's form.
+    const std::string what = error.what();
+    const size_t colon = what.find(": ");
+    std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
+    // A token read whole but out of place ("unexpected string literal"), or
+    // a number too large, is pointed at where it starts; a token the lexer
+    // could not finish, at the byte where it stopped.
+    size_t offset = last_byte(position);
+    if (reason.find("unexpected end of input") != std::string::npos) {
+      offset = text_.size();
+    } else if (error.id == kNumberOverflow || reason.find(" - unexpected ") != std::string::npos) {
+      offset = token_start(position);
+    }
+    Problem problem{current_path(), "", "", excerpt(offset)};
+    if (error.id == kNumberOverflow) {
+      problem.message = "the number " + shortened(last_token) +
+                        " is out of range: JSON numbers podsim reads lie within +-1.8e308";
+      problem.hint = "see `podsim describe` for the key's range";
+    } else {
+      // The whole reason; only the token it quotes is shortened (a 20 MB
+      // unterminated string is not repeated).
+      if (const size_t at = reason.find(last_token);
+          !last_token.empty() && at != std::string::npos) {
+        reason.replace(at, last_token.size(), shortened(last_token));
+      }
+      problem.message =
+          "invalid JSON at " + line_and_column(offset) + ": " + escape_for_message(reason);
+      problem.hint = "the file must be one JSON object";
+    }
+    add_problem(problems_, std::move(problem));
     return false;
   }
 
@@ -103,9 +135,9 @@ class BoundedDomBuilder {
 
   bool open(json container) {
     if (static_cast<int>(frames_.size()) >= max_depth_) {
-      problems_.push_back({current_path(),
-                           "nesting deeper than " + std::to_string(max_depth_) + " levels",
-                           "a scenario needs only a few levels of objects"});
+      add_problem(problems_,
+                  {current_path(), "nesting deeper than " + std::to_string(max_depth_) + " levels",
+                   "a scenario needs only a few levels of objects"});
       return false;
     }
     json* inserted = insert(std::move(container));
@@ -158,14 +190,40 @@ class BoundedDomBuilder {
     return path;
   }
 
-  std::string describe_syntax_error(size_t position, std::string_view what) const {
-    // nlohmann says "[json.exception.parse_error.101] parse error at line 3,
-    // column 7: <reason>"; keep the reason, escape what it quotes from the input.
-    const size_t colon = what.find(": ");
-    std::string_view reason = colon == std::string_view::npos ? what : what.substr(colon + 2);
+  /// The byte the lexer stopped at, `position` bytes in.
+  size_t last_byte(size_t position) const {
+    return std::min(position > 0 ? position - 1 : 0, text_.size());
+  }
+
+  /// Where the token that ends at or just before `position` starts: a
+  /// string at its opening quote, a number or literal at its first
+  /// character (the lexer may have looked one byte past it).
+  size_t token_start(size_t position) const {
+    auto word = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '+' || c == '-';
+    };
+    size_t at = last_byte(position);
+    if (at >= text_.size()) return at;
+    if (!word(text_[at]) && text_[at] != '"' && at > 0 && word(text_[at - 1])) --at;
+    if (text_[at] == '"') {
+      // Back to the opening quote, past escaped quotes.
+      for (size_t i = at; i > 0; --i) {
+        if (text_[i - 1] != '"') continue;
+        size_t backslashes = 0;
+        while (i - 1 > backslashes && text_[i - 2 - backslashes] == '\\') ++backslashes;
+        if (backslashes % 2 == 0) return i - 1;
+      }
+      return at;
+    }
+    while (at > 0 && word(text_[at]) && word(text_[at - 1])) --at;
+    return at;
+  }
+
+  /// "line 3, column 7" of the byte at `offset`.
+  std::string line_and_column(size_t offset) const {
     size_t line = 1;
     size_t column = 1;
-    for (size_t i = 0; i + 1 < position && i < text_.size(); ++i) {
+    for (size_t i = 0; i < offset && i < text_.size(); ++i) {
       if (text_[i] == '\n') {
         ++line;
         column = 1;
@@ -173,11 +231,38 @@ class BoundedDomBuilder {
         ++column;
       }
     }
-    std::string printable = quote_for_message(reason.substr(0, 160));
-    printable = printable.substr(1, printable.size() - 2);  // drop the quotes
-    return "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
-           ": " + printable;
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
   }
+
+  /// The line around `offset`, at most kExcerptSide bytes each side, made
+  /// printable, and a caret under the byte at `offset`.
+  std::string excerpt(size_t offset) const {
+    size_t begin = offset;
+    while (begin > 0 && text_[begin - 1] != '\n' && offset - begin < kExcerptSide) --begin;
+    size_t end = offset;
+    while (end < text_.size() && text_[end] != '\n' && end - offset < kExcerptSide) ++end;
+    std::string line = begin > 0 && text_[begin - 1] != '\n' ? "..." : "";
+    const std::string before = escape_for_message(text_.substr(begin, offset - begin));
+    line += before;
+    const size_t caret = line.size();
+    line += escape_for_message(text_.substr(offset, end - offset));
+    if (end < text_.size() && text_[end] != '\n') line += "...";
+    if (offset >= text_.size()) line += " (end of file)";
+    return "  " + line + "\n  " + std::string(caret, ' ') + "^";
+  }
+
+  /// Text from the input (nlohmann quotes the token it read) printable, its
+  /// middle left out when long: a 20 MB unterminated string is not repeated.
+  static std::string shortened(std::string_view text) {
+    constexpr size_t kSide = 40;
+    if (text.size() <= 3 * kSide) return escape_for_message(text);
+    return escape_for_message(text.substr(0, kSide)) + "...(" +
+           std::to_string(text.size() - 2 * kSide) + " bytes)..." +
+           escape_for_message(text.substr(text.size() - kSide));
+  }
+
+  static constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range.406
+  static constexpr size_t kExcerptSide = 40;
 
   std::string_view text_;
   int max_depth_;

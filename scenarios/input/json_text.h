@@ -18,7 +18,10 @@ struct JsonLimits {
 /// Parses JSON text into a DOM without recursion and with bounded nesting:
 /// deeper input stops at the first container past `max_depth` with the
 /// problem "<path>: nesting deeper than N". Syntax errors, invalid UTF-8 and
-/// duplicate keys are problems with the JSON pointer where they occur.
+/// duplicate keys are problems with the JSON pointer where they occur; a
+/// syntax error says line and column, and its excerpt shows the line with a
+/// caret under the offending byte. A number beyond a double (1e999) is "out
+/// of range". No library's wording or exception leaves this function.
 Result<nlohmann::json> parse_json_text(std::string_view text, const JsonLimits& limits = {});
 
 /// Reads a whole file as bytes (at most `limits.max_bytes`; special files and

@@ -13,6 +13,9 @@ struct Problem {
   std::string path;
   std::string message;
   std::string hint;  ///< may be empty
+  /// The input around the problem with a caret under the offending
+  /// character, one or more lines (syntax errors); printed under the problem.
+  std::string excerpt = {};
 
   /// "/parallelism/tp: 6 does not divide heads=128 (hint: ...)"
   std::string to_string() const {
@@ -21,6 +24,27 @@ struct Problem {
     return out;
   }
 };
+
+/// Problems one input keeps: a file with 50,000 unknown keys gets this many
+/// and a last one saying more were left out, not 50,000 lines (and the
+/// duplicate check below stays cheap).
+inline constexpr size_t kMaxProblems = 100;
+
+/// Appends `problem` to `problems` unless the same path and message are
+/// already there, or kMaxProblems are (the first one past them becomes
+/// "more problems than shown"). The way every reader collects problems.
+inline void add_problem(std::vector<Problem>& problems, Problem problem) {
+  for (const Problem& p : problems) {
+    if (p.path == problem.path && p.message == problem.message) return;
+  }
+  if (problems.size() > kMaxProblems) return;
+  if (problems.size() == kMaxProblems) {
+    problems.push_back({"", "more problems than the " + std::to_string(kMaxProblems) + " above",
+                        "fix these first"});
+    return;
+  }
+  problems.push_back(std::move(problem));
+}
 
 /// A value, or every problem found while trying to make it.
 template <typename T>

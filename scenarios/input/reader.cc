@@ -64,7 +64,7 @@ void SpecBuilder::build_degraded(ScenarioSpec& s) {
 }
 
 void SpecBuilder::problem(const std::string& path, std::string message, std::string hint) {
-  problems_.push_back({prefix_ + path, std::move(message), std::move(hint)});
+  add_problem(problems_, {prefix_ + path, std::move(message), std::move(hint)});
 }
 
 void SpecBuilder::warn(std::string message) { warnings_.push_back(std::move(message)); }

@@ -121,6 +121,14 @@ void SpecBuilder::check_pipeline() {
             "set /parallelism/pipeline/schedule to \"interleaved_1f1b\", or virtual_stages to 1");
     return;
   }
+  if (v > 1 && *pp_ == 1) {
+    // Interleaving splits a GPU's layers into chunks other stages run in
+    // between; with one stage there are none (and no sends between chunks).
+    problem("/parallelism/pipeline/virtual_stages",
+            "virtual_stages=" + num(v) + " needs pipeline parallelism, but pp=1",
+            "set virtual_stages to 1 (with pp=1 the layers run in sequence), or pp > 1");
+    return;
+  }
   if (v * *pp_ > *layers_) {
     problem("/parallelism/pipeline/virtual_stages",
             "virtual_stages*pp = " + num(v) + "*" + num(*pp_) + " = " + num(v * *pp_) +

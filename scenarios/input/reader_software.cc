@@ -108,11 +108,12 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   h.unit_hook_s = seconds("/software/host/unit_hook", h.unit_hook_s);
   h.sync_s = seconds("/software/host/sync", h.sync_s);
   h.dtensor_dispatch_s = seconds("/software/host/dtensor_dispatch", h.dtensor_dispatch_s);
+  using hwmodels::CudaGraphs;
   const std::pair<const char*, CudaGraphs> graphs[] = {
       {"none", CudaGraphs::kNone},
       {"per_layer", CudaGraphs::kPerLayer},
       {"full_iteration", CudaGraphs::kFullIteration}};
-  s.cuda_graphs = pick(choice("/software/host/cuda_graphs"), graphs, s.cuda_graphs);
+  h.graphs = pick(choice("/software/host/cuda_graphs"), graphs, h.graphs);
 
   const std::pair<const char*, P2pMode> p2p[] = {{"async", P2pMode::kAsync},
                                                  {"blocking_sync", P2pMode::kBlockingSync}};
@@ -184,6 +185,38 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   }
   o.clip_host_sync = yes("/software/optimizer/clip_host_sync", o.clip_host_sync);
   o.dtensor_params = yes("/software/optimizer/dtensor_params", o.dtensor_params);
+
+  const std::pair<const char*, MemoryCounter> counters[] = {
+      {"reserved", MemoryCounter::kReserved}, {"allocated", MemoryCounter::kAllocated}};
+  s.memory_counter = pick(choice("/software/memory/reported"), counters, s.memory_counter);
+  MemoryPolicy& m = s.memory;
+  const std::pair<const char*, ParamStorage> storage[] = {
+      {"weights_and_master", ParamStorage::kWeightsAndMaster},
+      {"master_only", ParamStorage::kMasterOnly}};
+  const std::pair<const char*, GradBuffers> buffers[] = {{"persistent", GradBuffers::kPersistent},
+                                                         {"per_step", GradBuffers::kPerStep}};
+  const std::pair<const char*, WeightGrads> weight_grads[] = {
+      {"into_main_grad", WeightGrads::kIntoMainGrad},
+      {"autograd_then_copy", WeightGrads::kAutogradThenCopy}};
+  const std::pair<const char*, GatheredWeights> gathered[] = {
+      {"beside_shard", GatheredWeights::kBesideShard},
+      {"full_copy", GatheredWeights::kFullCopy},
+      {"copy_out", GatheredWeights::kCopyOut},
+      {"flat_side_stream", GatheredWeights::kFlatSideStream}};
+  const std::pair<const char*, StageOutputs> outputs[] = {
+      {"deallocated", StageOutputs::kDeallocated},
+      {"kept_until_backward", StageOutputs::kKeptUntilBackward},
+      {"kept_until_step_end", StageOutputs::kKeptUntilStepEnd}};
+  m.param_storage = pick(choice("/software/memory/param_storage"), storage, m.param_storage);
+  m.grad_buffers = pick(choice("/software/memory/grad_buffers"), buffers, m.grad_buffers);
+  m.weight_grads = pick(choice("/software/memory/weight_grads"), weight_grads, m.weight_grads);
+  m.gathered_weights =
+      pick(choice("/software/memory/gathered_weights"), gathered, m.gathered_weights);
+  m.stage_outputs = pick(choice("/software/memory/stage_outputs"), outputs, m.stage_outputs);
+  const std::pair<const char*, ReceiveBuffers> receives[] = {
+      {"per_transfer", ReceiveBuffers::kPerTransfer},
+      {"per_micro_batch", ReceiveBuffers::kPerMicroBatch}};
+  m.receive_buffers = pick(choice("/software/memory/receive_buffers"), receives, m.receive_buffers);
 }
 
 }  // namespace podsim::scenarios::reader_detail

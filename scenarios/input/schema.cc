@@ -15,6 +15,7 @@ namespace podsim::scenarios {
 namespace {
 
 using namespace decl;  // NOLINT(google-build-using-namespace): the table reads as a list
+constexpr double kLeastMeasured = 1e-6;  // a measured value errors are relative to
 
 // clang-format off
 constexpr KeyDecl kScenarioKeys[] = {
@@ -364,10 +365,11 @@ constexpr KeyDecl kValidationKeys[] = {
   {"/cases/*/scenario", KeyKind::kScenario, kRequired, "", Dimension::kNone, 0, 0, false, "",
    "the scenario that was run (the keys above)"},
   object("/cases/*/measured", kOptional, "what was measured (any subset)"),
-  number("/cases/*/measured/step_time_s", kOptional, "", 0, 1e9, true, "one optimizer step, seconds"),
-  number("/cases/*/measured/tflops_per_gpu", kOptional, "", 0, 1e6, true, "model TFLOP/s per GPU"),
-  number("/cases/*/measured/mfu", kOptional, "", 0, 1, true, "model FLOPs utilisation"),
-  number("/cases/*/measured/memory_peak_gib", kOptional, "", 0, 1e6, true,
+  // Measured values start at 1e-6: an error relative to 1e-320 is infinite.
+  number("/cases/*/measured/step_time_s", kOptional, "", kLeastMeasured, 1e9, false, "one optimizer step, seconds"),
+  number("/cases/*/measured/tflops_per_gpu", kOptional, "", kLeastMeasured, 1e6, false, "model TFLOP/s per GPU"),
+  number("/cases/*/measured/mfu", kOptional, "", kLeastMeasured, 1, false, "model FLOPs utilisation"),
+  number("/cases/*/measured/memory_peak_gib", kOptional, "", kLeastMeasured, 1e6, false,
          "peak memory per GPU as the allocator reported it, GiB"),
   text("/cases/*/notes", kOptional, "", kTextLength, "what was derived or assumed"),
 };

@@ -150,6 +150,32 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_flag("/software/optimizer/dtensor_params",
                  "parameters are DTensors: every foreach op dispatches per tensor on the host"),
   sources("/software/optimizer/sources"),
+
+  object("/software/memory", kRequired, "how the framework holds the model's state and temporaries"),
+  mechanism_choice("/software/memory/reported", "reserved|allocated",
+                   "the allocator statistic the framework logs as its peak memory"),
+  mechanism_choice("/software/memory/param_storage", "weights_and_master|master_only",
+                   "16-bit weights kept beside the optimizer's fp32 master, or the (sharded) "
+                   "parameter is the fp32 master and 16-bit weights exist only gathered"),
+  mechanism_choice("/software/memory/grad_buffers", "persistent|per_step",
+                   "gradient buffers allocated once and zeroed in place, or allocated by each "
+                   "backward and freed by zero_grad"),
+  mechanism_choice("/software/memory/weight_grads", "into_main_grad|autograd_then_copy",
+                   "weight-gradient GEMMs accumulate into the fp32 main grads, or autograd writes "
+                   "16-bit grads the framework then copies"),
+  mechanism_choice("/software/memory/gathered_weights",
+                   "beside_shard|full_copy|copy_out|flat_side_stream",
+                   "ZeRO-3/FSDP gathered weights: around the local shard, a full new buffer, an "
+                   "all-gather buffer copied out per parameter (FSDP2), or the flat parameter in "
+                   "the gather stream's pool (FSDP1)"),
+  mechanism_choice("/software/memory/stage_outputs",
+                   "deallocated|kept_until_backward|kept_until_step_end",
+                   "a pipeline stage's output after it is sent: freed, kept until its backward, or "
+                   "kept until the step ends"),
+  mechanism_choice("/software/memory/receive_buffers", "per_transfer|per_micro_batch",
+                   "pipeline receive buffers: allocated for each transfer, or one per micro-batch "
+                   "and chunk allocated once and kept"),
+  sources("/software/memory/sources"),
 };
 // clang-format on
 

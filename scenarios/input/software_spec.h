@@ -17,8 +17,8 @@ struct Mechanism {
   std::string source;  ///< the preset's source, or "set in the scenario"
 };
 
-/// CUDA graph use (host group).
-enum class CudaGraphs : uint8_t { kNone, kPerLayer, kFullIteration };
+/// The allocator statistic a framework logs as its peak memory (memory group).
+enum class MemoryCounter : uint8_t { kReserved, kAllocated };
 
 /// The `software` section as read (scenario-format.md v1.1): the training
 /// framework that runs the plan, group by group as the JSON has it. The
@@ -33,14 +33,15 @@ struct SoftwareSpec {
   int64_t fused_softmax_max_keys = 4096;
   strategies::ElementwisePolicy elementwise;
   strategies::LossImpl loss = strategies::LossImpl::kVocabParallelFp32;
-  hwmodels::HostCost host;
-  CudaGraphs cuda_graphs = CudaGraphs::kNone;
+  hwmodels::HostCost host;  ///< with host.graphs, the host group's cuda_graphs
   strategies::P2pMode p2p = strategies::P2pMode::kAsync;
   strategies::DataParallelPolicy data_parallel;
   strategies::SelectiveRecompute selective = strategies::SelectiveRecompute::kAttentionCore;
   strategies::Fp8Policy fp8;
   strategies::TpOverlap tp_overlap = strategies::TpOverlap::kTeUserbuffers;
   strategies::OptimizerPolicy optimizer;
+  MemoryCounter memory_counter = MemoryCounter::kReserved;
+  strategies::MemoryPolicy memory;
 
   /// Every mechanism in declaration order, with its source.
   std::vector<Mechanism> mechanisms;

@@ -37,15 +37,10 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return answer;
 }
 
-std::string quote_for_message(std::string_view text) {
-  constexpr size_t kMaxShown = 60;
-  std::string out = "'";
-  size_t shown = 0;
+std::string escape_for_message(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
   for (const char c : text) {
-    if (shown == kMaxShown) {
-      out += "...";
-      break;
-    }
     const auto byte = static_cast<unsigned char>(c);
     if (byte >= 0x20 && byte < 0x7f) {
       out += c;
@@ -54,8 +49,16 @@ std::string quote_for_message(std::string_view text) {
       std::snprintf(buffer, sizeof(buffer), "\\x%02x", byte);
       out += buffer;
     }
-    ++shown;
   }
+  return out;
+}
+
+std::string quote_for_message(std::string_view text) {
+  constexpr size_t kMaxShown = 60;
+  // Appended, not "'" + std::string&&: GCC 12 warns falsely (-Wstringop-overflow).
+  std::string out = "'";
+  out += escape_for_message(text.substr(0, kMaxShown));
+  if (text.size() > kMaxShown) out += "...";
   out += "'";
   return out;
 }

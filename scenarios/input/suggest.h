@@ -17,8 +17,12 @@ size_t edit_distance(std::string_view a, std::string_view b);
 /// Ties go to the earlier candidate, so the answer is deterministic.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
-/// `'text'` made safe to print: control and non-ASCII bytes become \xNN and
-/// anything past 60 bytes is cut ("...").
+/// `text` made safe to print: control and non-ASCII bytes become \xNN;
+/// nothing is cut.
+std::string escape_for_message(std::string_view text);
+
+/// `'text'` made safe to print (escape_for_message), anything past 60 bytes
+/// cut ("...").
 std::string quote_for_message(std::string_view text);
 
 /// "a, b, c" (or "a, b, ... (N in all)" past `limit` items).

@@ -107,7 +107,14 @@ json report_to_json(const Report& r) {
                           {"dp", b.exposed_comm.dp},
                           {"ep", b.exposed_comm.ep}}},
                         {"bubble", b.bubble},
-                        {"optimizer", b.optimizer}};
+                        {"optimizer", b.optimizer},
+                        {"compute_split",
+                         {{"gemm", b.compute_split.gemm},
+                          {"attention", b.compute_split.attention},
+                          {"memory_bound", b.compute_split.memory_bound},
+                          {"host_idle", b.compute_split.host_idle},
+                          {"optimizer", b.compute_split.optimizer},
+                          {"comm_contention", b.compute_split.comm_contention}}}};
   if (b.moe.total() > 0) {
     // Inside compute, recompute and exposed ep above (not additive).
     out["breakdown_s"]["moe"] = {{"router", b.moe.router},
@@ -124,11 +131,17 @@ json report_to_json(const Report& r) {
                       {"grads", s.grads},
                       {"optimizer", s.optimizer},
                       {"activations", s.activations},
-                      {"other", s.other},
+                      {"temporaries", s.temporaries},
+                      {"allocated", s.allocated},
+                      {"reserved", s.reserved},
+                      {"outside_allocator", s.outside_allocator},
+                      {"device", s.device},
                       {"peak", s.peak}});
   }
   out["memory"] = {{"capacity_bytes", r.memory_capacity_bytes},
                    {"peak_bytes", r.memory_peak_bytes},
+                   {"counter", r.memory_counter},
+                   {"device_peak_bytes", r.memory_device_peak_bytes},
                    {"fits", r.memory_fits},
                    {"per_stage", std::move(stages)}};
   out["gpus"] = r.gpus;
@@ -172,6 +185,18 @@ Result<Report> report_from_json(const json& in) {
       r.breakdown.exposed_comm.dp = read.number(*c, "dp", path);
       r.breakdown.exposed_comm.ep = read.number(*c, "ep", path);
     }
+    // An extension key: reports written before it have none.
+    if (b->contains("compute_split")) {
+      const json& c = (*b)["compute_split"];
+      const std::string path = "/breakdown_s/compute_split";
+      ComputeSplit& split = r.breakdown.compute_split;
+      split.gemm = read.number(c, "gemm", path);
+      split.attention = read.number(c, "attention", path);
+      split.memory_bound = read.number(c, "memory_bound", path);
+      split.host_idle = read.number(c, "host_idle", path);
+      split.optimizer = read.number(c, "optimizer", path);
+      split.comm_contention = read.number(c, "comm_contention", path);
+    }
     if (b->contains("moe")) {
       const json& m = (*b)["moe"];
       const std::string path = "/breakdown_s/moe";
@@ -186,6 +211,8 @@ Result<Report> report_from_json(const json& in) {
   if (const json* m = read.at(in, "memory", "/memory")) {
     r.memory_capacity_bytes = read.number(*m, "capacity_bytes", "/memory");
     r.memory_peak_bytes = read.number(*m, "peak_bytes", "/memory");
+    r.memory_counter = read.text(*m, "counter", "/memory");
+    r.memory_device_peak_bytes = read.number(*m, "device_peak_bytes", "/memory");
     r.memory_fits = read.flag(*m, "fits", "/memory");
     if (const json* stages = read.at(*m, "per_stage", "/memory/per_stage")) {
       if (!stages->is_array()) {
@@ -200,7 +227,11 @@ Result<Report> report_from_json(const json& in) {
           stage.grads = read.number(s, "grads", path);
           stage.optimizer = read.number(s, "optimizer", path);
           stage.activations = read.number(s, "activations", path);
-          stage.other = read.number(s, "other", path);
+          stage.temporaries = read.number(s, "temporaries", path);
+          stage.allocated = read.number(s, "allocated", path);
+          stage.reserved = read.number(s, "reserved", path);
+          stage.outside_allocator = read.number(s, "outside_allocator", path);
+          stage.device = read.number(s, "device", path);
           stage.peak = read.number(s, "peak", path);
           r.per_stage.push_back(stage);
         }
@@ -284,6 +315,17 @@ std::string format_report_text(const Report& r) {
   for (const auto& [label, seconds] : terms) {
     parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
   }
+  const ComputeSplit& cs = b.compute_split;
+  parts.push_back({"  compute + recompute + optimizer were:", "", ""});
+  const std::pair<const char*, double> split[] = {{"    GEMMs", cs.gemm},
+                                                  {"    attention", cs.attention},
+                                                  {"    memory-bound kernels", cs.memory_bound},
+                                                  {"    waiting for the host", cs.host_idle},
+                                                  {"    optimizer kernels", cs.optimizer},
+                                                  {"    lost to NCCL's SMs", cs.comm_contention}};
+  for (const auto& [label, seconds] : split) {
+    parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
+  }
   if (b.moe.total() > 0) {
     parts.push_back({"  of which MoE layers (in compute and EP comm)", "", ""});
     const std::pair<const char*, double> moe[] = {
@@ -300,18 +342,26 @@ std::string format_report_text(const Report& r) {
   out += '\n';
   out += format_columns(parts, "LRR");
 
-  out += "\nMemory per GPU: peak " + format_bytes(r.memory_peak_bytes) + " of " +
-         format_bytes(r.memory_capacity_bytes) + (r.memory_fits ? " (fits)" : " (DOES NOT FIT)") +
-         "\n";
+  out += "\nMemory per GPU: " + format_bytes(r.memory_peak_bytes) + " " + r.memory_counter +
+         " by the allocator at its peak; with what lives outside it " +
+         format_bytes(r.memory_device_peak_bytes) + " of " + format_bytes(r.memory_capacity_bytes) +
+         (r.memory_fits ? " (fits)" : " (DOES NOT FIT)") + "\n";
   if (!r.per_stage.empty()) {
+    // Live by kind when allocated memory peaks, the allocator's cached free
+    // blocks and rounding on top (to its reserved peak), then the CUDA
+    // context and NCCL buffers outside it.
     std::vector<std::vector<std::string>> stages;
-    stages.push_back({"  stage", "weights", "grads", "optimizer", "activations", "other", "peak"});
+    stages.push_back({"  stage", "weights", "grads", "optimizer", "activations", "temporaries",
+                      "cached", "outside", "device"});
     for (const StageMemory& s : r.per_stage) {
+      const double live = s.weights + s.grads + s.optimizer + s.activations + s.temporaries;
       stages.push_back({"  " + std::to_string(s.stage), format_bytes(s.weights),
                         format_bytes(s.grads), format_bytes(s.optimizer),
-                        format_bytes(s.activations), format_bytes(s.other), format_bytes(s.peak)});
+                        format_bytes(s.activations), format_bytes(s.temporaries),
+                        format_bytes(s.reserved - live), format_bytes(s.outside_allocator),
+                        format_bytes(s.device)});
     }
-    out += format_columns(stages, "RRRRRRR");
+    out += format_columns(stages, "RRRRRRRRR");
   }
   if (!r.warnings.empty()) {
     out += "\nWarnings\n";

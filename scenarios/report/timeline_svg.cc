@@ -191,27 +191,34 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   };
   std::vector<Curve> curves;
   double top_bytes = report.memory_capacity_bytes;
+  const std::vector<strategies::TaskMemory> deltas = strategies::task_memory(s);
   for (size_t ri : rows) {
     Curve c;
     c.stage = s.layout.stage(s.ranks[ri]);
+    // What outlives the step, then the step's buffers as tasks take and
+    // give them back.
     double base = 0;
-    for (const StageMemory& m : report.per_stage) {
-      if (m.stage == c.stage) base = m.weights + m.grads + m.optimizer + m.other;
-    }
+    for (double bytes : strategies::standing_memory(s, ri)) base += bytes;
+    // At one moment, in the memory replay's order: frees, what a task takes
+    // and gives back first, then allocations.
     struct Change {
       sim::Time time;
+      int order;
       double bytes;
     };
     std::vector<Change> changes;
     for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
-      const Task& task = s.tasks[id];
-      if (task.alloc_bytes != 0) changes.push_back({tl.tasks[id].start, task.alloc_bytes});
-      if (task.free_bytes != 0) changes.push_back({tl.tasks[id].end, -task.free_bytes});
+      const strategies::TaskMemory& task = deltas[id];
+      if (task.first != 0) {
+        changes.push_back({tl.tasks[id].start, 1, task.first});
+        changes.push_back({tl.tasks[id].start, 2, -task.first});
+      }
+      if (task.alloc != 0) changes.push_back({tl.tasks[id].start, 3, task.alloc});
+      if (task.free != 0) changes.push_back({tl.tasks[id].end, 0, -task.free});
     }
-    // As simulate() counts the peak: by time, frees before allocations.
     std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
       if (a.time != b.time) return a.time < b.time;
-      return a.bytes < b.bytes;
+      return a.order < b.order;
     });
     double live = base;
     c.peak = live;
@@ -229,8 +236,9 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   }
   top_bytes = std::max(top_bytes * 1.05, 1.0);
   const double mem_scale = kMemoryHeight / top_bytes;
-  svg.text(kLeft, memory_top - 12, "Memory per GPU by stage (GiB): static + activations", "start",
-           12, "font-weight=\"bold\"");
+  svg.text(kLeft, memory_top - 12,
+           "Memory per GPU by stage (GiB): tensors live (allocated, before the allocator's cache)",
+           "start", 12, "font-weight=\"bold\"");
   svg.line(kLeft, memory_bottom, kLeft + plot, memory_bottom, "#333333");
   svg.line(kLeft, memory_top, kLeft, memory_bottom, "#333333");
   const std::vector<double> gib_ticks = nice_ticks(0, top_bytes / kGiB, 5);

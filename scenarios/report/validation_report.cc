@@ -57,6 +57,8 @@ json validation_to_json(const ValidationSummary& summary) {
   for (const CaseOutcome& c : summary.cases) {
     json entry;
     entry["id"] = c.id;
+    entry["family"] = c.family;
+    if (!c.software.empty()) entry["software"] = c.software;
     entry["measured"] = values_json(c.measured);
     if (c.report) {
       entry["predicted"] = values_json(c.predicted);
@@ -75,6 +77,20 @@ json validation_to_json(const ValidationSummary& summary) {
   out["mape_memory"] = optional_json(summary.mape_memory);
   out["median_abs_error_step_time"] = optional_json(summary.median_abs_error_step_time);
   out["cases_failed"] = summary.failed;
+  out["step_time_within_10pct"] = summary.step_time_within_10pct;
+  const auto groups_json = [](const std::vector<GroupStats>& groups) {
+    json list = json::array();
+    for (const GroupStats& g : groups) {
+      list.push_back({{"name", g.name},
+                      {"cases", g.cases},
+                      {"mape_step_time", g.mape},
+                      {"mean_error_step_time", g.mean_signed},
+                      {"within_10pct", g.within_10pct}});
+    }
+    return list;
+  };
+  out["families"] = groups_json(summary.families);
+  out["software"] = groups_json(summary.software);
   json worst = json::array();
   for (const size_t i : worst_cases(summary, 5)) worst.push_back(summary.cases[i].id);
   out["worst"] = std::move(worst);
@@ -138,10 +154,28 @@ std::string format_validation_text(const ValidationSummary& summary) {
   stats.push_back(mape_line("  MAPE MFU", summary.mape_mfu, count(&RunValues::mfu)));
   stats.push_back(
       mape_line("  MAPE memory", summary.mape_memory, count(&RunValues::memory_peak_gib)));
+  stats.push_back({"  step time within 10%", std::to_string(summary.step_time_within_10pct),
+                   "of " + std::to_string(count(&RunValues::step_time_s)) + " cases"});
   out += "\nSummary: " + std::to_string(summary.cases.size()) + " cases, " +
          std::to_string(summary.cases.size() - summary.failed) + " simulated, " +
          std::to_string(summary.failed) + " failed\n";
   out += format_columns(stats, "LRL");
+
+  // Step-time errors by family and by software preset (TFLOP/s or MFU
+  // errors turned into step-time sense where no step time was measured).
+  const auto group_table = [&](const char* title, const std::vector<GroupStats>& groups) {
+    if (groups.empty()) return;
+    out += std::string("\n") + title + "\n";
+    std::vector<std::vector<std::string>> table;
+    table.push_back({"  NAME", "cases", "MAPE", "mean error", "within 10%"});
+    for (const GroupStats& g : groups) {
+      table.push_back({"  " + g.name, std::to_string(g.cases), format_percent(g.mape),
+                       signed_percent(g.mean_signed), std::to_string(g.within_10pct)});
+    }
+    out += format_columns(table, "LRRRR");
+  };
+  group_table("By family (step-time sense)", summary.families);
+  group_table("By software preset (step-time sense)", summary.software);
 
   const std::vector<size_t> worst = worst_cases(summary, 5);
   if (!worst.empty()) {

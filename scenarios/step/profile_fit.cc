@@ -325,6 +325,10 @@ Result<CalibratedHardware> calibrated_hardware(const ScenarioSpec& spec,
     const std::string source(hwmodels::to_string(gpu.source()));
     return CalibratedHardware{std::move(gpu), spec.cluster, source, {}};
   }
+  auto unusable = [&](const char* why) {
+    return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile", why,
+                                 "give the path of a profile written by `podsim calibrate`"}};
+  };
   try {
     const Profile profile = calibration::read_profile(path);
     ProfileFit fit = fit_kernel_efficiency(profile, spec.cluster.gpu, path);
@@ -334,10 +338,10 @@ Result<CalibratedHardware> calibrated_hardware(const ScenarioSpec& spec,
     }
     return CalibratedHardware{hwmodels::GpuModel(cluster.gpu, fit.efficiency), std::move(cluster),
                               "profile " + path, std::move(fit.notes)};
-  } catch (const std::exception& e) {  // ProfileError, or fitted parameters out of range
-    return std::vector<Problem>{{profile_path.empty() ? "/cluster/gpu/profile" : "--profile",
-                                 e.what(),
-                                 "give the path of a profile written by `podsim calibrate`"}};
+  } catch (const calibration::ProfileError& e) {
+    return unusable(e.what());
+  } catch (const std::invalid_argument& e) {  // fitted parameters out of range
+    return unusable(e.what());
   }
 }
 

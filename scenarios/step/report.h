@@ -6,15 +6,21 @@
 
 namespace podsim::scenarios {
 
-/// Memory of one pipeline stage's GPU at its peak, bytes.
+/// Memory of one pipeline stage's GPU at its peak, bytes: what is live when
+/// the allocator's allocated bytes peak, by kind (as requested), then what
+/// the caching allocator holds beyond it and what lives outside it.
 struct StageMemory {
   int64_t stage = 0;
   double weights = 0;
   double grads = 0;
   double optimizer = 0;
-  double activations = 0;  ///< at the moment of the peak, from the simulated timeline
-  double other = 0;        ///< communication buffers, workspace, allocator reserve
-  double peak = 0;
+  double activations = 0;  ///< kept for the backward passes, from the simulated timeline
+  double temporaries = 0;  ///< recomputed activations, gathered weights, loss buffers, workspaces
+  double allocated = 0;    ///< the allocator's allocated peak (blocks rounded to 512 B)
+  double reserved = 0;     ///< its reserved peak: segments, cached free blocks included
+  double outside_allocator = 0;  ///< CUDA context and NCCL buffers (in no allocator counter)
+  double peak = 0;               ///< what the framework reports as its peak (reserved or allocated)
+  double device = 0;             ///< reserved + outside_allocator: what the GPU must hold
 };
 
 /// Exposed (not hidden under compute) communication time on the critical
@@ -41,6 +47,17 @@ struct MoeBreakdown {
   }
 };
 
+/// What the compute stream's busy time (compute + recompute + optimizer of
+/// the Breakdown) was made of, seconds: the parts add up to those three.
+struct ComputeSplit {
+  double gemm = 0;             ///< matrix products (forward, backward, recompute)
+  double attention = 0;        ///< attention kernels (flash, or the unfused score products)
+  double memory_bound = 0;     ///< element-wise kernels, norms, casts, the loss
+  double host_idle = 0;        ///< the GPU waiting for the host to issue kernels
+  double optimizer = 0;        ///< optimizer and gradient-clipping kernels
+  double comm_contention = 0;  ///< compute slowed by the SMs NCCL kernels hold
+};
+
 /// Where the step time went on the critical stage, seconds. The parts add up
 /// to the step time.
 struct Breakdown {
@@ -49,7 +66,8 @@ struct Breakdown {
   ExposedComm exposed_comm;
   double bubble = 0;     ///< pipeline idle time
   double optimizer = 0;  ///< optimizer step
-  MoeBreakdown moe;      ///< inside the above
+  ComputeSplit compute_split;
+  MoeBreakdown moe;  ///< inside the above
 };
 
 /// The report of one simulated training step (scenario-format.md, "The report").
@@ -69,7 +87,12 @@ struct Report {
   Breakdown breakdown;
 
   double memory_capacity_bytes = 0;
+  /// The largest per-stage `peak`: what the framework's allocator reports.
   double memory_peak_bytes = 0;
+  /// The largest per-stage `device`; the plan fits when it is within capacity.
+  double memory_device_peak_bytes = 0;
+  /// The allocator statistic `peak` is: "reserved" or "allocated".
+  std::string memory_counter = "reserved";
   bool memory_fits = false;
   std::vector<StageMemory> per_stage;
 

@@ -13,8 +13,10 @@
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/memory_model.h"
+#include "scenarios/step/memory_replay.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/software.h"
+#include "scenarios/step/step_limits.h"
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -136,13 +138,25 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       // What NCCL kernels of other streams took from the task's SMs while it
       // ran stretched it beyond its price: compute time too.
       const double stretched = std::max(0.0, seconds(tt.end) - seconds(tt.start) - c.duration_s);
+      // Time the GPU waits for the host counts with the task's own kind.
       if (task.kind == TaskKind::kRecompute) {
-        b.recompute += c.compute_s + c.recompute_s + stretched;
-      } else {
+        b.recompute += c.compute_s + c.recompute_s + stretched + c.host_idle_s;
+      } else if (task.kind == TaskKind::kOptimizer) {
         b.compute += c.compute_s + stretched;
+        b.optimizer += c.host_idle_s;
+      } else {
+        b.compute += c.compute_s + stretched + c.host_idle_s;
         b.recompute += c.recompute_s;
       }
       b.optimizer += c.optimizer_s;
+      ComputeSplit& split = b.compute_split;
+      const double kernels_s = c.gemm_s + c.attention_s + c.memory_bound_s;
+      split.gemm += c.gemm_s;
+      split.attention += c.attention_s;
+      split.memory_bound += c.memory_bound_s;
+      split.host_idle += c.host_idle_s;
+      split.optimizer += c.optimizer_s;
+      split.comm_contention += c.compute_s + c.recompute_s - kernels_s + stretched;
       for (size_t d = 0; d < c.exposed_comm_s.size(); ++d) {
         add_exposed(b.exposed_comm, static_cast<Dim>(d), c.exposed_comm_s[d]);
       }
@@ -156,30 +170,37 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
   return b;
 }
 
-/// Peak of allocations minus frees over a rank's timeline (frees first when
-/// a task ends as the next one starts).
-double activation_peak(const Schedule& schedule, const StepTimeline& timeline, size_t rank_index) {
-  struct Change {
-    sim::Time time;
-    double bytes;
-  };
-  std::vector<Change> changes;
-  for (uint32_t id = schedule.rank_begin[rank_index]; id < schedule.rank_begin[rank_index + 1];
-       ++id) {
-    const Task& task = schedule.tasks[id];
-    if (task.alloc_bytes != 0) changes.push_back({timeline.tasks[id].start, task.alloc_bytes});
-    if (task.free_bytes != 0) changes.push_back({timeline.tasks[id].end, -task.free_bytes});
+/// The NCCL communicators of a rank: one per kind of group the plan gives
+/// it, with NCCL's channel counts (rings within one NVLink domain, per NIC
+/// across them), and a send/recv pair with each neighbouring stage.
+std::vector<hwmodels::NcclCommunicator> nccl_communicators(
+    const strategies::Job& job, const strategies::Layout& layout, int64_t rank,
+    const hwmodels::ClusterSpec& cluster, const hwmodels::CollectiveParams& collectives) {
+  using strategies::GroupKind;
+  const strategies::ParallelPlan& plan = job.plan;
+  const int64_t domain =
+      cluster.scale_up.domain > 0 ? cluster.scale_up.domain : cluster.gpus_per_node;
+  std::vector<GroupKind> kinds;
+  if (plan.tp > 1) kinds.push_back(GroupKind::kTp);
+  if (plan.cp > 1) kinds.push_back(GroupKind::kCp);
+  if (plan.ep > 1) kinds.push_back(GroupKind::kEp);
+  if (strategies::shard_group_size(job) > 1) kinds.push_back(GroupKind::kShard);
+  if (strategies::grad_group_size(job) > strategies::shard_group_size(job)) {
+    kinds.push_back(GroupKind::kReplica);
   }
-  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    if (a.time != b.time) return a.time < b.time;
-    return a.bytes < b.bytes;
-  });
-  double live = 0, peak = 0;
-  for (const Change& c : changes) {
-    live += c.bytes;
-    peak = std::max(peak, live);
+  if (job.model.moe && strategies::expert_dp_size(job) > 1) kinds.push_back(GroupKind::kExpertDp);
+  if (job.model.tied_embeddings && plan.pp > 1) kinds.push_back(GroupKind::kEmbedding);
+  std::vector<hwmodels::NcclCommunicator> out;
+  for (GroupKind kind : kinds) {
+    const std::vector<int64_t> members = layout.group(rank, kind);
+    const bool one_domain = std::all_of(members.begin(), members.end(),
+                                        [&](int64_t r) { return r / domain == rank / domain; });
+    out.push_back({one_domain ? collectives.kernel_sms
+                              : collectives.net_channels_per_nic * cluster.scale_out.nics_per_node,
+                   1});
   }
-  return peak;
+  if (plan.pp > 1) out.push_back({collectives.net_channels_per_nic, 2});
+  return out;
 }
 
 std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& plan_problems) {
@@ -193,6 +214,7 @@ std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& pla
 Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOptions& options) {
   const strategies::Job job = job_of(spec);
   if (auto problems = strategies::validate(job); !problems.empty()) return to_problems(problems);
+  if (std::vector<Problem> problems = software_problems(spec); !problems.empty()) return problems;
   if (spec.gpus > spec.cluster.total_gpus()) {
     return std::vector<Problem>{{"/gpus",
                                  "the job needs " + std::to_string(spec.gpus) +
@@ -206,6 +228,14 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   if (!hardware.ok()) return hardware.problems();
   const hwmodels::GpuModel& gpu = hardware.value().gpu;
   const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
+  // Only the job's GPUs (0..gpus-1) and what connects them are built.
+  hwmodels::FabricOptions fabric_options;
+  fabric_options.gpus = spec.gpus;
+  std::vector<Problem> problems;
+  for (const auto& p : hwmodels::Fabric::validate(cluster, fabric_options)) {
+    problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
+  }
+  if (!problems.empty()) return problems;
   // A degraded part breaks the ranks' symmetry: every rank is simulated.
   const SimulationMode mode =
       spec.degraded.any() ? SimulationMode::kEveryRank : options.mode.value_or(spec.mode);
@@ -216,12 +246,7 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   StepDetail detail{std::move(*built.schedule), {}, {}};
   const Schedule& schedule = detail.schedule;
 
-  std::vector<Problem> problems;
-  for (const auto& p : hwmodels::Fabric::validate(cluster)) {
-    problems.push_back({"/cluster/" + p.path, p.message, p.hint});
-  }
-  if (!problems.empty()) return problems;
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
   const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
   Degradation degradation;
   // The reader checked the ranks against the scenario's job; a plan made
@@ -245,9 +270,17 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     }
     degradation.nic_rate_fraction[spec.degraded.slow_nic_rank] = spec.degraded.nic_rate_fraction;
   }
-  detail.timeline = simulate_schedule(
-      schedule, {gpu, fabric, collectives, kernel_implementation(spec), &degradation});
+  const StepHardware step_hardware{gpu, fabric, collectives, kernel_implementation(spec),
+                                   &degradation};
+  detail.timeline = simulate_schedule(schedule, step_hardware);
   const StepTimeline& timeline = detail.timeline;
+  if (timeline.too_many_flows_task) {
+    return std::vector<Problem>{flows_problem(schedule, *timeline.too_many_flows_task)};
+  }
+  if (timeline.beyond_clock_task) {
+    return std::vector<Problem>{
+        clock_problem(schedule, step_hardware, timeline, *timeline.beyond_clock_task)};
+  }
 
   Report& report = detail.report;
   report.warnings = spec.warnings;  // the reader's remarks come first
@@ -296,32 +329,53 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     }
   }
 
-  // Memory: static state per stage, activations from the timeline (the
-  // largest over a stage's simulated ranks), and what the runtime reserves.
-  const hwmodels::MemoryModel memory = hwmodels::memory_model(spec.cluster.gpu);
+  // Memory: each stage's first simulated rank replayed through the caching
+  // allocator model (ranks of a stage hold the same buffers at the same
+  // times), plus what lives outside the allocator.
   const int64_t stages = spec.plan.pp;
-  std::vector<double> act_peak(static_cast<size_t>(stages), 0.0);
+  std::vector<std::optional<size_t>> replayed(static_cast<size_t>(stages));
   for (size_t r = 0; r < schedule.ranks.size(); ++r) {
-    const auto stage = static_cast<size_t>(schedule.layout.stage(schedule.ranks[r]));
-    act_peak[stage] = std::max(act_peak[stage], activation_peak(schedule, timeline, r));
+    auto& first = replayed[static_cast<size_t>(schedule.layout.stage(schedule.ranks[r]))];
+    if (!first) first = r;
   }
-  report.memory_capacity_bytes = memory.capacity_bytes;
+  report.memory_capacity_bytes = spec.cluster.gpu.hbm_capacity_bytes;
+  report.memory_counter =
+      spec.software.memory_counter == MemoryCounter::kAllocated ? "allocated" : "reserved";
   for (int64_t s = 0; s < stages; ++s) {
-    const strategies::StaticMemory st = strategies::static_memory(job, s);
+    const size_t r = *replayed[static_cast<size_t>(s)];
+    hwmodels::MemoryReservationParams reservations;
+    reservations.nccl_communicators =
+        nccl_communicators(job, schedule.layout, schedule.ranks[r], cluster, collectives);
+    const hwmodels::MemoryModel device = hwmodels::memory_model(spec.cluster.gpu, reservations);
+    ReplayOptions replay;
+    replay.allocator.limit_bytes = static_cast<uint64_t>(device.allocator_limit_bytes());
+    for (const hwmodels::MemoryReservation& w : device.workspaces) {
+      replay.workspaces.push_back(w.bytes);
+    }
+    const MemoryReplay held = replay_memory(schedule, timeline, r, replay);
+    using strategies::MemoryKind;
+    auto at_peak = [&](MemoryKind k) { return held.at_peak[static_cast<size_t>(k)]; };
     StageMemory m;
     m.stage = s;
-    m.weights = st.weights;
-    m.grads = st.grads;
-    m.optimizer = st.optimizer;
-    m.activations = act_peak[static_cast<size_t>(s)];
-    m.other = memory.reserved_bytes();
-    m.peak = m.weights + m.grads + m.optimizer + m.activations + m.other;
+    m.weights = at_peak(MemoryKind::kWeights);
+    m.grads = at_peak(MemoryKind::kGrads);
+    m.optimizer = at_peak(MemoryKind::kOptimizer);
+    m.activations = at_peak(MemoryKind::kActivations);
+    m.temporaries = at_peak(MemoryKind::kTemporaries);
+    m.allocated = held.allocated_peak;
+    m.reserved = held.reserved_peak;
+    m.outside_allocator = device.outside_bytes();
+    m.peak = report.memory_counter == "allocated" ? m.allocated : m.reserved;
+    m.device = m.reserved + m.outside_allocator;
     report.memory_peak_bytes = std::max(report.memory_peak_bytes, m.peak);
+    report.memory_device_peak_bytes = std::max(report.memory_device_peak_bytes, m.device);
     report.per_stage.push_back(m);
   }
-  report.memory_fits = report.memory_peak_bytes <= report.memory_capacity_bytes;
+  report.memory_fits = report.memory_device_peak_bytes <= report.memory_capacity_bytes;
   if (!report.memory_fits) {
-    report.warnings.push_back("does not fit: peak memory per GPU exceeds the GPU's capacity");
+    report.warnings.push_back(
+        "does not fit: the allocator's reserved memory plus what lives outside it exceed the "
+        "GPU's capacity");
   }
   return detail;
 }

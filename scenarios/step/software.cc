@@ -1,11 +1,15 @@
 #include "scenarios/step/software.h"
 
+#include <optional>
+#include <string>
+
 namespace podsim::scenarios {
 
 strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   const SoftwareSpec& s = spec.software;
   strategies::SoftwarePolicy p;
   p.elementwise = s.elementwise;
+  p.compiled_block_calls = s.elementwise.compiled && s.host.compiled_region_call_s > 0;
   p.loss = s.loss;
   p.selective = s.selective;
   p.fused_softmax_max_keys = s.fused_softmax_max_keys;
@@ -14,17 +18,29 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.fp8 = s.fp8;
   p.tp_overlap = s.tp_overlap;
   p.optimizer = s.optimizer;
+  p.memory = s.memory;
   return p;
 }
 
 strategies::Job job_of(const ScenarioSpec& spec, const strategies::ParallelPlan& plan) {
-  return strategies::Job{spec.model, spec.training, plan, spec.options, software_policy(spec)};
+  strategies::Job job{spec.model, spec.training, plan, spec.options, software_policy(spec)};
+  // Scores stay out of HBM only when the option allows it and the framework
+  // has a flash kernel.
+  job.options.flash_attention = spec.options.flash_attention &&
+                                spec.software.attention != hwmodels::AttentionKernel::kUnfused;
+  return job;
 }
 
 hwmodels::KernelImplementation kernel_implementation(const ScenarioSpec& spec) {
   const SoftwareSpec& s = spec.software;
   hwmodels::KernelImplementation k;
   k.attention = s.attention;
+  // torchtitan's context parallelism runs SDPA under sdpa_kernel([FLASH,
+  // EFFICIENT]) ("TODO: support cuDNN backend", torchtitan/utils.py l.209-216
+  // @9dec370): the flash backend whatever the GPU.
+  if (s.attention == hwmodels::AttentionKernel::kSdpa && spec.plan.cp > 1) {
+    k.attention = hwmodels::AttentionKernel::kFlash2;
+  }
   k.host = s.host;
   switch (s.tp_overlap) {
     case strategies::TpOverlap::kNone:
@@ -38,6 +54,19 @@ hwmodels::KernelImplementation kernel_implementation(const ScenarioSpec& spec) {
       break;
   }
   return k;
+}
+
+std::vector<Problem> software_problems(const ScenarioSpec& spec) {
+  std::vector<Problem> out;
+  const hwmodels::GpuArch arch = hwmodels::gpu_arch(spec.cluster.gpu);
+  const hwmodels::AttentionKernel kernel =
+      hwmodels::resolve(kernel_implementation(spec).attention, arch);
+  if (const std::optional<std::string> why = hwmodels::unavailable(kernel, arch)) {
+    out.push_back({"/software/attention/kernel",
+                   *why + ", and the cluster's GPU is " + spec.cluster.gpu.name,
+                   "choose a kernel the GPU has (fa2, cudnn, te, sdpa)"});
+  }
+  return out;
 }
 
 }  // namespace podsim::scenarios

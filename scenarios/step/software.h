@@ -1,6 +1,9 @@
 #pragma once
 
+#include <vector>
+
 #include "hwmodels/kernel_implementation.h"
+#include "scenarios/input/problem.h"
 #include "scenarios/input/spec.h"
 #include "strategies/job.h"
 
@@ -22,5 +25,9 @@ inline strategies::Job job_of(const ScenarioSpec& spec) { return job_of(spec, sp
 
 /// The hardware models' view of the scenario's software.
 hwmodels::KernelImplementation kernel_implementation(const ScenarioSpec& spec);
+
+/// What the scenario's software cannot do on its hardware (FlashAttention-3
+/// on an A100), each with the JSON path of the mechanism.
+std::vector<Problem> software_problems(const ScenarioSpec& spec);
 
 }  // namespace podsim::scenarios

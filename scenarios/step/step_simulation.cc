@@ -4,7 +4,9 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -31,22 +33,6 @@ uint64_t bits_of(double value) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
   return bits;
-}
-
-GroupKind group_kind_of(Dim dim) {
-  switch (dim) {
-    case Dim::kTp:
-      return GroupKind::kTp;
-    case Dim::kCp:
-      return GroupKind::kCp;
-    case Dim::kEp:
-      return GroupKind::kEp;
-    case Dim::kDp:
-      return GroupKind::kDp;
-    case Dim::kPp:
-      return GroupKind::kPp;
-  }
-  return GroupKind::kTp;
 }
 
 /// Prices ops and works; caches what repeats (every rank of a stage runs the
@@ -91,6 +77,9 @@ class Pricer {
     return comm_sm_share(group);
   }
 
+  /// The framework's host costs.
+  const hwmodels::HostCost& host() const { return hw_.kernels.host; }
+
   /// Seconds an in-task collective takes among `group` (priced alone).
   double collective_time(const Op& op, const std::vector<int64_t>& group) {
     const strategies::CollectiveShape& c = op.collective;
@@ -125,7 +114,9 @@ class Pricer {
   }
 
  private:
-  double price_compute(const Op& op) const { return price_op(op, hw_.gpu, schedule_.job).time_s; }
+  double price_compute(const Op& op) const {
+    return price_op(op, hw_.gpu, schedule_.job, hw_.kernels.attention).time_s;
+  }
 
   const Schedule& schedule_;
   const StepHardware& hw_;
@@ -134,7 +125,9 @@ class Pricer {
   std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
 };
 
-GroupKind group_kind_of(const strategies::CollectiveShape& c) {
+/// The group an in-task collective runs over: its dimension's, or the
+/// expert-TP (and EP) group of MoE experts under parallel folding.
+GroupKind in_work_group_kind(const strategies::CollectiveShape& c) {
   switch (c.group) {
     case InWorkGroup::kExpertTp:
       return GroupKind::kExpertTp;
@@ -153,8 +146,23 @@ void add_moe(WorkCost& cost, const Op& op, double seconds, double imbalance_s) {
   cost.moe_imbalance_s += imbalance_s;
 }
 
-void add_role(WorkCost& cost, OpRole role, double seconds) {
-  switch (role) {
+/// Books `seconds` of `op` (its price alone: `alone_s`) under its role and,
+/// outside the optimizer, its kernel kind.
+void add_op(WorkCost& cost, const Op& op, double seconds, double alone_s) {
+  if (op.role != OpRole::kOptimizer) {
+    switch (op.kind) {
+      case OpKind::kGemm:
+        cost.gemm_s += alone_s;
+        break;
+      case OpKind::kAttention:
+        cost.attention_s += alone_s;
+        break;
+      default:
+        cost.memory_bound_s += alone_s;
+        break;
+    }
+  }
+  switch (op.role) {
     case OpRole::kRecompute:
       cost.recompute_s += seconds;
       break;
@@ -165,6 +173,30 @@ void add_role(WorkCost& cost, OpRole role, double seconds) {
       cost.compute_s += seconds;
       break;
   }
+}
+
+/// Host seconds issuing a segment's kernels: a dispatch per kernel (the
+/// backward's from the autograd engine), or one graph launch per layer when
+/// the layers replay from CUDA graphs (none at all when the whole iteration
+/// is one graph).
+double segment_issue_s(const hwmodels::HostCost& host, const strategies::Segment& seg) {
+  const double repeat = static_cast<double>(seg.repeat);
+  switch (host.graphs) {
+    case hwmodels::CudaGraphs::kFullIteration:
+      return 0;
+    case hwmodels::CudaGraphs::kPerLayer:
+      if (seg.name == "layer") return repeat * host.graph_launch_s;
+      break;
+    case hwmodels::CudaGraphs::kNone:
+      break;
+  }
+  double issue = 0;
+  for (const Op& op : seg.ops) {
+    const bool backward = op.role == OpRole::kInputGrad || op.role == OpRole::kWeightGrad;
+    issue += static_cast<double>(op.count) * static_cast<double>(op.kernels) *
+             (backward ? host.dispatch_backward_s : host.dispatch_forward_s);
+  }
+  return repeat * issue;
 }
 
 /// `slowdown` stretches the work's compute ops (a slow GPU, or a peer of one
@@ -178,14 +210,17 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   double beside = 0, beside_imbalance = 0, beside_share = 0;
   std::array<std::vector<int64_t>, strategies::kGroupKinds> groups;
   auto group_of = [&](const strategies::CollectiveShape& c) -> const std::vector<int64_t>& {
-    const GroupKind kind = group_kind_of(c);
+    const GroupKind kind = in_work_group_kind(c);
     auto& g = groups[static_cast<size_t>(kind)];
     if (g.empty()) g = schedule.layout.group(rank, kind);
     return g;
   };
+  const hwmodels::HostCost& host = pricer.host();
+  double issue_s = 0;  // host time issuing the work's kernels
   for (size_t s = 0; s < w.segments.size(); ++s) {
     const strategies::Segment& seg = w.segments[s];
     const double repeat = static_cast<double>(seg.repeat);
+    issue_s += segment_issue_s(host, seg);
     // A collective paired with a compute op runs beside it, step by step:
     // each of the `count` steps lasts the longer of the two. While the NCCL
     // kernel runs it holds `share` of the SMs, so the compute op progresses
@@ -214,7 +249,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double share = pricer.comm_sm_share(comm.collective, group_of(comm.collective));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
         const double exposed = std::max(0.0, tx - tc);
-        add_role(cost, compute.role, count * tc);
+        add_op(cost, compute, count * tc, count * alone);
         cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] += count * exposed;
         cost.hidden_comm_s += count * std::min(tx, tc);
@@ -237,9 +272,9 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
         add_moe(cost, op, count * tx, count * tx * (1 - 1 / std::max(1.0, op.imbalance)));
       } else {
-        const double t = slowdown * pricer.op_time(work, s, i);
-        add_role(cost, op.role, count * t);
-        add_moe(cost, op, count * t, count * slowdown * pricer.imbalance_time(work, s, i));
+        const double t = count * slowdown * pricer.op_time(work, s, i);
+        add_op(cost, op, t, t);
+        add_moe(cost, op, t, count * slowdown * pricer.imbalance_time(work, s, i));
       }
     }
   }
@@ -256,8 +291,27 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     cost.moe_s[static_cast<size_t>(MoePart::kDispatch)] += exposed;
     cost.moe_imbalance_s += beside > 0 ? beside_imbalance * exposed / beside : 0.0;
   }
-  cost.duration_s = cost.compute_s + cost.recompute_s + cost.optimizer_s;
-  for (double e : cost.exposed_comm_s) cost.duration_s += e;
+  const double gpu_s = std::accumulate(cost.exposed_comm_s.begin(), cost.exposed_comm_s.end(),
+                                       cost.compute_s + cost.recompute_s + cost.optimizer_s);
+  // The host issues kernels ahead of the GPU: a task lasts at least its
+  // issue time. A synchronisation drains the queue: what the host does next
+  // (its sync round trip, the framework's hooks) is not hidden.
+  const strategies::HostWork& h = w.host;
+  cost.host_s = issue_s +
+                static_cast<double>(h.compiled_region_calls) * host.compiled_region_call_s +
+                h.dtensor_dispatches * host.dtensor_dispatch_s;
+  const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s;
+  double duration = 0;
+  if (h.syncs > 0) {
+    cost.host_s += hooks_s + static_cast<double>(h.syncs) * host.sync_s;
+    duration = std::max(gpu_s, cost.host_s - hooks_s) + hooks_s +
+               static_cast<double>(h.syncs) * (host.sync_s + host.dispatch_forward_s);
+  } else {
+    cost.host_s += hooks_s;
+    duration = std::max(gpu_s, cost.host_s);
+  }
+  cost.host_idle_s = duration - gpu_s;
+  cost.duration_s = duration;
   return cost;
 }
 
@@ -271,14 +325,14 @@ double work_slowdown(const Schedule& schedule, const Degradation& degradation, i
     return it == degradation.gpu_slowdown.end() ? 1.0 : it->second;
   };
   double slowdown = slowdown_of(rank);
-  std::array<bool, strategies::kDims> seen{};
+  std::array<bool, strategies::kGroupKinds> seen{};
   for (const strategies::Segment& seg : schedule.works[static_cast<size_t>(work)].segments) {
     for (const Op& op : seg.ops) {
       if (op.kind != OpKind::kCollective) continue;
-      const auto dim = static_cast<size_t>(op.collective.dim);
-      if (seen[dim]) continue;
-      seen[dim] = true;
-      for (const int64_t member : schedule.layout.group(rank, group_kind_of(op.collective.dim))) {
+      const GroupKind kind = in_work_group_kind(op.collective);
+      if (seen[static_cast<size_t>(kind)]) continue;
+      seen[static_cast<size_t>(kind)] = true;
+      for (const int64_t member : schedule.layout.group(rank, kind)) {
         slowdown = std::max(slowdown, slowdown_of(member));
       }
     }
@@ -374,7 +428,8 @@ class ImageCounter {
 }  // namespace
 
 hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
-                              const strategies::Job& job) {
+                              const strategies::Job& job,
+                              std::optional<hwmodels::AttentionKernel> attention) {
   switch (op.kind) {
     case OpKind::kGemm:
       return gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format);
@@ -390,16 +445,44 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       shape.causal = a.causal;
       shape.window = a.window;
       shape.dropout = strategies::uses_dropout(job.model);
-      return gpu.attention_time(shape,
-                                a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward,
-                                a.flash, op.format);
+      const hwmodels::Pass pass = a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward;
+      if (a.flash && attention) return gpu.attention_time(shape, pass, *attention, op.format);
+      return gpu.attention_time(shape, pass, a.flash, op.format);
     }
-    case OpKind::kMemoryBound:
-      return gpu.memory_bound_time(op.memory.bytes, op.memory.flops, op.format);
+    case OpKind::kMemoryBound: {
+      // An op of several kernels (an eager chain): each moves its share and
+      // pays its own latency and launch.
+      const double kernels = static_cast<double>(std::max(1, op.kernels));
+      hwmodels::KernelCost cost =
+          gpu.memory_bound_time(op.memory.bytes / kernels, op.memory.flops / kernels, op.format);
+      cost.time_s *= kernels;
+      cost.flops *= kernels;
+      cost.bytes *= kernels;
+      cost.compute_s *= kernels;
+      cost.memory_s *= kernels;
+      cost.kernels = op.kernels;
+      return cost;
+    }
     case OpKind::kCollective:
       break;
   }
   throw std::logic_error("price_op: a collective is not a compute op (" + op.name + ")");
+}
+
+GroupKind group_kind_of(Dim dim) {
+  switch (dim) {
+    case Dim::kTp:
+      return GroupKind::kTp;
+    case Dim::kCp:
+      return GroupKind::kCp;
+    case Dim::kEp:
+      return GroupKind::kEp;
+    case Dim::kDp:
+      return GroupKind::kDp;
+    case Dim::kPp:
+      return GroupKind::kPp;
+  }
+  return GroupKind::kTp;
 }
 
 hwmodels::CollectiveOp collective_op(CollectiveKind kind) {
@@ -426,7 +509,8 @@ WorkCost cost_work(const Schedule& schedule, const StepHardware& hardware, int32
   return price_work(schedule, pricer, work, rank);
 }
 
-StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware) {
+StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware,
+                               size_t max_flows) {
   const std::vector<Task>& tasks = schedule.tasks;
   const bool symmetric = schedule.scope == strategies::Scope::kRepresentatives;
   static const Degradation kHealthy;
@@ -449,9 +533,13 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   Images images(schedule.layout, schedule.job.plan);
   ImageCounter counter(images, fabric);
 
-  // Work costs by (work, the rank's TP/CP/EP/expert-TP groups, its slowdown):
-  // ranks whose groups coincide share them.
-  std::map<std::tuple<int32_t, int64_t, int64_t, int64_t, int64_t, uint64_t>, uint32_t> cost_index;
+  // Work costs by the rank's TP/CP/EP/expert-TP groups (ranks whose groups
+  // coincide share them), then by work: index into out.costs, in first-use
+  // order. A work a degraded GPU slows is priced by (work, groups, slowdown)
+  // instead.
+  using RankGroups = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  std::map<RankGroups, std::vector<uint32_t>> cost_index;
+  std::map<std::tuple<int32_t, RankGroups, uint64_t>, uint32_t> slowed_cost_index;
   std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
   std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
   // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
@@ -463,49 +551,64 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
     std::vector<hwmodels::Route> routes;
     double sm_share = 0;
   };
-  std::map<std::tuple<int32_t, int64_t, int64_t, int, uint64_t>, RoutedPlan> plans;
-  // Each simulated GPU's SMs: its compute tasks run on them, and every NCCL
-  // kernel it takes part in holds some of them while the transfer is in
-  // flight (hwmodels::kernel_sms), so compute beside communication slows.
-  std::map<int64_t, sim::PoolId> sms;
-  for (const int64_t rank : schedule.ranks) sms.emplace(rank, engine.add_pool());
+  using PlanKey = std::tuple<int32_t, int64_t, int64_t, int, uint64_t>;
+  struct PlanKeyHash {
+    size_t operator()(const PlanKey& k) const {
+      uint64_t h = static_cast<uint64_t>(std::get<0>(k));
+      for (const uint64_t v :
+           {static_cast<uint64_t>(std::get<1>(k)), static_cast<uint64_t>(std::get<2>(k)),
+            static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k)}) {
+        h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+      }
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<PlanKey, RoutedPlan, PlanKeyHash> plans;
+  // Each simulated GPU's SMs (pool i is schedule.ranks[i]'s): its compute
+  // tasks run on them, and every NCCL kernel it takes part in holds some of
+  // them while the transfer is in flight (hwmodels::kernel_sms), so compute
+  // beside communication slows.
+  std::vector<sim::PoolId> sms;
+  sms.reserve(schedule.ranks.size());
+  for (size_t r = 0; r < schedule.ranks.size(); ++r) sms.push_back(engine.add_pool());
 
   auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
     const bool p2p = task.group < 0;
-    std::vector<int64_t> members;
-    hwmodels::CollectiveOp op = collective_op(task.collective);
-    if (p2p) {
-      members = {rank, task.peer};
-      op = hwmodels::CollectiveOp::kBroadcast;
-    } else {
-      members = schedule.groups[static_cast<size_t>(task.group)].ranks;
-    }
-    const auto plan_key =
-        std::make_tuple(p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
-                        static_cast<int>(op), bits_of(task.bytes));
+    const std::array<int64_t, 2> pair{rank, task.peer};
+    const std::span<const int64_t> members =
+        p2p ? std::span<const int64_t>(pair)
+            : std::span<const int64_t>(schedule.groups[static_cast<size_t>(task.group)].ranks);
+    const hwmodels::CollectiveOp op =
+        p2p ? hwmodels::CollectiveOp::kBroadcast : collective_op(task.collective);
+    const PlanKey plan_key{p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
+                           static_cast<int>(op), bits_of(task.bytes)};
     auto plan = plans.find(plan_key);
     if (plan == plans.end()) {
+      const std::vector<int64_t> group(members.begin(), members.end());
       RoutedPlan routed;
-      routed.plan = hwmodels::plan_collective(hardware.fabric, op, members, task.bytes,
+      routed.plan = hwmodels::plan_collective(hardware.fabric, op, group, task.bytes,
                                               hwmodels::Algorithm::kAuto, hardware.collectives);
       hwmodels::RouteHook hook;
       if (symmetric) {
-        const std::vector<int64_t>* shifts = &images.distinct(members);
+        const std::vector<int64_t>* shifts = &images.distinct(group);
         hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
           counter.weigh(*shifts, t, route);
         };
       }
       routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
-      routed.sm_share = pricer.comm_sm_share(members);
+      routed.sm_share = pricer.comm_sm_share(group);
       plan = plans.emplace(plan_key, std::move(routed)).first;
     }
     out.flows += plan->second.plan.flow_count();
     const hwmodels::ScheduledCollective c =
         hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
     const double share = plan->second.sm_share;
-    for (const int64_t m : members) {
-      const auto pool = sms.find(m);
-      if (pool != sms.end() && share > 0) engine.add_hold(c.entry, c.exit, pool->second, share);
+    if (share > 0) {
+      for (const int64_t m : members) {
+        const int64_t index = schedule.rank_index(m);
+        if (index >= 0) engine.add_hold(c.entry, c.exit, sms[static_cast<size_t>(index)], share);
+      }
     }
     return c;
   };
@@ -516,26 +619,36 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       const std::vector<int64_t> g = schedule.layout.group(rank, kind);
       return *std::min_element(g.begin(), g.end());
     };
-    const auto rank_groups =
-        std::make_tuple(group_id(GroupKind::kTp), group_id(GroupKind::kCp),
-                        group_id(GroupKind::kEp), group_id(GroupKind::kExpertTp));
+    const RankGroups rank_groups{group_id(GroupKind::kTp), group_id(GroupKind::kCp),
+                                 group_id(GroupKind::kEp), group_id(GroupKind::kExpertTp)};
+    std::vector<uint32_t>& rank_costs = cost_index[rank_groups];
+    rank_costs.resize(schedule.works.size(), StepTimeline::kNoCost);
     for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
       const Task& task = tasks[id];
       if (task.work >= 0) {
         const double slowdown = degradation.gpu_slowdown.empty()
                                     ? 1.0
                                     : work_slowdown(schedule, degradation, task.work, rank);
-        const auto key = std::tuple_cat(std::make_tuple(task.work), rank_groups,
-                                        std::make_tuple(bits_of(slowdown)));
-        auto it = cost_index.find(key);
-        if (it == cost_index.end()) {
-          it = cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
-          out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+        uint32_t cost = StepTimeline::kNoCost;
+        if (slowdown == 1.0) {
+          uint32_t& shared = rank_costs[static_cast<size_t>(task.work)];
+          if (shared == StepTimeline::kNoCost) {
+            shared = static_cast<uint32_t>(out.costs.size());
+            out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+          }
+          cost = shared;
+        } else {
+          const auto key = std::make_tuple(task.work, rank_groups, bits_of(slowdown));
+          auto it = slowed_cost_index.find(key);
+          if (it == slowed_cost_index.end()) {
+            it = slowed_cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
+            out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+          }
+          cost = it->second;
         }
-        out.task_cost[id] = it->second;
-        const sim::ActivityId a =
-            engine.add_pool_work(sim::Time::from_seconds_ceil(out.costs[it->second].duration_s),
-                                 sms.at(rank), sim::kNoStream, id);
+        out.task_cost[id] = cost;
+        const sim::ActivityId a = engine.add_pool_work(
+            sim::Time::from_seconds_ceil(out.costs[cost].duration_s), sms[r], sim::kNoStream, id);
         start[id] = end[id] = a;
         continue;
       }
@@ -546,14 +659,18 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
         const hwmodels::ScheduledCollective c = add_comm(task, rank, id);
         start[id] = c.entry;
         end[id] = c.exit;
-        continue;
+      } else {
+        auto inst = instances.find(task.instance);
+        if (inst == instances.end()) {
+          inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+        }
+        start[id] = inst->second.entry;
+        end[id] = inst->second.exit;
       }
-      auto inst = instances.find(task.instance);
-      if (inst == instances.end()) {
-        inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+      if (out.flows > max_flows) {
+        out.too_many_flows_task = id;
+        return out;
       }
-      start[id] = inst->second.entry;
-      end[id] = inst->second.exit;
     }
   }
 
@@ -573,6 +690,10 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
 
   out.activities = engine.activity_count();
   out.run = engine.run();
+  if (out.run.beyond_clock) {
+    out.beyond_clock_task = engine.tag(*out.run.beyond_clock);
+    return out;
+  }
   if (!out.run.completed()) {
     std::string stuck;
     for (size_t i = 0; i < out.run.deadlocked.size() && i < 20; ++i) {

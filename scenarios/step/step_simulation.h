@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "hwmodels/collectives.h"
@@ -48,6 +49,9 @@ struct WorkCost {
   double compute_s = 0;    ///< forward / backward kernels
   double recompute_s = 0;  ///< kernels of recompute ops
   double optimizer_s = 0;  ///< optimizer kernels
+  /// compute_s + recompute_s by kernel kind, as priced alone (without
+  /// comm_contention_s).
+  double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
   /// In-task collectives not hidden under compute, by strategies::Dim.
   std::array<double, strategies::kDims> exposed_comm_s{};
   /// In-task collectives hidden under compute (reported, not on the critical path).
@@ -61,6 +65,12 @@ struct WorkCost {
   /// Part of moe_s the busiest expert-parallel rank spends beyond its even
   /// share of the routed tokens (load imbalance).
   double moe_imbalance_s = 0;
+  /// What the host spends issuing the work (kernel dispatch, compiled-region
+  /// calls, hooks, synchronisations).
+  double host_s = 0;
+  /// Part of duration_s the GPU waits for the host (issue longer than the
+  /// kernels, or serialised after a synchronisation).
+  double host_idle_s = 0;
 };
 
 struct TaskTime {
@@ -75,10 +85,22 @@ struct StepTimeline {
   std::vector<uint32_t> task_cost;
   std::vector<WorkCost> costs;
   sim::RunResult run;
+  /// When run.beyond_clock: the task whose activity would end past the
+  /// engine's clock (~106 days); `tasks` is then empty.
+  std::optional<uint32_t> beyond_clock_task;
+  /// The task whose flows took the step past its flow limit: nothing ran.
+  std::optional<uint32_t> too_many_flows_task;
   size_t activities = 0;
   size_t flows = 0;
   static constexpr uint32_t kNoCost = UINT32_MAX;
 };
+
+/// The most flows one step puts on the engine: about 2 million, each ~200
+/// bytes with its hops and ~2 us to add and run. Every rank of the
+/// 16,384-GPU default scenario is 1.28 million (20 s); the per-layer
+/// gathers and reductions of a 100,000-layer model over a 64-GPU ring are
+/// 27-39 million (a minute and more before, with no answer sooner).
+inline constexpr size_t kMaxStepFlows = size_t{1} << 21;
 
 /// Parts slower than the hardware models say (stragglers), by rank. Only an
 /// every-rank schedule can carry them: they break the ranks' symmetry.
@@ -107,10 +129,14 @@ struct StepHardware {
   const Degradation* degradation = nullptr;  ///< null: every part at its model's speed
 };
 
-/// Prices and runs `schedule` on a fresh engine. Throws std::logic_error if
-/// the engine deadlocks (a schedule bug, reported with the stuck tasks) or
-/// if a degradation is given for a schedule of representatives.
-StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware);
+/// Prices and runs `schedule` on a fresh engine. A step of more than
+/// `max_flows` flows or too long for the engine's clock comes back with
+/// `too_many_flows_task` or `beyond_clock_task` set (step_limits.h says
+/// which key made it so). Throws std::logic_error if the engine deadlocks (a
+/// schedule bug, reported with the stuck tasks) or if a degradation is given
+/// for a schedule of representatives.
+StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware,
+                               size_t max_flows = kMaxStepFlows);
 
 /// What `work` costs when run by `rank` (its TP/CP/EP groups price the
 /// in-task collectives).
@@ -119,11 +145,18 @@ WorkCost cost_work(const strategies::Schedule& schedule, const StepHardware& har
 
 /// What one instance of compute op `op` (a GEMM, an attention call or a
 /// memory-bound kernel) of `job` costs on `gpu`: the price every compute op of
-/// a simulated step gets. Throws std::logic_error for a collective.
+/// a simulated step gets. Flash attention runs the framework's `attention`
+/// kernel, or podsim's own flash kernel model (the one calibration fits and
+/// `podsim execute` runs) when nullopt. Throws std::logic_error for a
+/// collective.
 hwmodels::KernelCost price_op(const strategies::Op& op, const hwmodels::GpuModel& gpu,
-                              const strategies::Job& job);
+                              const strategies::Job& job,
+                              std::optional<hwmodels::AttentionKernel> attention);
 
 /// The hardware's name for a strategies collective.
 hwmodels::CollectiveOp collective_op(strategies::CollectiveKind kind);
+
+/// The group an in-task collective of dimension `dim` runs over.
+strategies::GroupKind group_kind_of(strategies::Dim dim);
 
 }  // namespace podsim::scenarios

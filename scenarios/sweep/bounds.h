@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "hwmodels/kernel_implementation.h"
 #include "scenarios/step/profile_fit.h"
 #include "strategies/job.h"
 
@@ -60,7 +61,9 @@ class PlanBounds {
  public:
   /// `hardware`: what simulate() runs the plans on (calibrated_hardware of
   /// their scenario), so that both price the same work alike.
-  explicit PlanBounds(const CalibratedHardware& hardware);
+  /// `kernels`: the scenario's software (its attention kernel and host
+  /// costs), as the simulation prices them.
+  PlanBounds(const CalibratedHardware& hardware, const hwmodels::KernelImplementation& kernels);
   ~PlanBounds();
   PlanBounds(const PlanBounds&) = delete;
   PlanBounds& operator=(const PlanBounds&) = delete;

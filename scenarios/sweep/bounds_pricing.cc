@@ -25,6 +25,7 @@ void append_ops(std::string& key, const std::vector<strategies::Op>& ops) {
     append(key, op.role);
     append(key, op.count);
     append(key, op.format);
+    append(key, op.kernels);
     switch (op.kind) {
       case strategies::OpKind::kGemm:
         for (int64_t v : {op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch}) append(key, v);
@@ -159,8 +160,11 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
   strategies::Work one;
   one.segments.push_back({seg.name, 1, seg.ops});
   scratch.works.push_back(std::move(one));
-  const double seconds =
-      cost_work(scratch, {gpu, fabric_for(groups), collectives}, 0, groups.rank).duration_s;
+  // GPU time only: the host's issue time bounds a whole task, not its
+  // segments one by one.
+  const WorkCost cost =
+      cost_work(scratch, {gpu, fabric_for(groups), collectives, kernels}, 0, groups.rank);
+  const double seconds = cost.duration_s - cost.host_idle_s;
   segment_costs.emplace(std::move(key), seconds);
   return seconds;
 }
@@ -184,8 +188,9 @@ strategies::Work PlanBounds::Impl::optimizer_work(const Job& job, int64_t stage)
   return w;
 }
 
-PlanBounds::PlanBounds(const CalibratedHardware& hardware)
-    : impl_(std::make_unique<Impl>(hardware)) {}
+PlanBounds::PlanBounds(const CalibratedHardware& hardware,
+                       const hwmodels::KernelImplementation& kernels)
+    : impl_(std::make_unique<Impl>(hardware, kernels)) {}
 PlanBounds::~PlanBounds() = default;
 
 size_t PlanBounds::cached_costs() const { return impl_->segment_costs.size(); }

@@ -17,6 +17,7 @@
 #include "hwmodels/collectives.h"
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
+#include "hwmodels/kernel_implementation.h"
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/sweep/bounds.h"
@@ -72,15 +73,19 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster);
 }  // namespace bounds_detail
 
 struct PlanBounds::Impl {
-  explicit Impl(const CalibratedHardware& hardware) : Impl(hardware.gpu, hardware.cluster) {}
-  Impl(const hwmodels::GpuModel& model, const hwmodels::ClusterSpec& cluster)
+  Impl(const CalibratedHardware& hardware, const hwmodels::KernelImplementation& software)
+      : Impl(hardware.gpu, hardware.cluster, software) {}
+  Impl(const hwmodels::GpuModel& model, const hwmodels::ClusterSpec& cluster,
+       const hwmodels::KernelImplementation& software)
       : gpu(model),
+        kernels(software),
         fabric(hwmodels::Fabric::build(cluster)),
         levels(bounds_detail::levels_of(cluster)),
         collectives(hwmodels::CollectiveParams::for_gpu(cluster.gpu)),
         memory(hwmodels::memory_model(cluster.gpu)) {}
 
   hwmodels::GpuModel gpu;
+  hwmodels::KernelImplementation kernels;
   hwmodels::Fabric fabric;
   std::vector<bounds_detail::Level> levels;
   hwmodels::CollectiveParams collectives;

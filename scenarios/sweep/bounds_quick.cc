@@ -231,7 +231,7 @@ double PlanBounds::Impl::quick_step(const Job& job,
 }
 
 std::vector<double> memory_lower_bound_per_stage(const Job& job, const hwmodels::GpuSpec& gpu) {
-  return quick_memory(job, hwmodels::memory_model(gpu).reserved_bytes(), chunks_by_stage(job),
+  return quick_memory(job, hwmodels::memory_model(gpu).runtime_bytes(), chunks_by_stage(job),
                       strategies::pipeline_orders(job));
 }
 
@@ -240,7 +240,7 @@ PlanBounds::Bounds PlanBounds::quick(const Job& job) {
   const std::vector<std::vector<Slot>>& orders = *shared;
   const std::vector<std::vector<ChunkInfo>> chunks = chunks_by_stage(job);
   const std::vector<double> memory =
-      quick_memory(job, impl_->memory.reserved_bytes(), chunks, orders);
+      quick_memory(job, impl_->memory.runtime_bytes(), chunks, orders);
   Bounds b;
   b.memory_bytes = memory.empty() ? 0.0 : *std::max_element(memory.begin(), memory.end());
   b.can_fit = b.memory_bytes <= impl_->memory.capacity_bytes;

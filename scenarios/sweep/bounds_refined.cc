@@ -31,7 +31,7 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
 
   // Memory, rank by rank (one rank per stage).
   Bounds b;
-  const double reserved = memory.reserved_bytes();
+  const double reserved = memory.runtime_bytes();
   {
     // For each communication task: the last compute task (program index on
     // its rank) it waits for directly, and the first compute task that waits
@@ -49,6 +49,7 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         }
       }
     }
+    const std::vector<strategies::TaskMemory> deltas = strategies::task_memory(sched);
     for (size_t r = 0; r < sched.ranks.size(); ++r) {
       const TaskId begin = sched.rank_begin[r], end = sched.rank_begin[r + 1];
       // Bytes that change the bound when compute task T starts: +alloc of
@@ -61,8 +62,9 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
       for (TaskId id = begin; id < end; ++id) {
         const strategies::Task& t = tasks[id];
         if (t.stream == strategies::Stream::kCompute) continue;
-        if (t.alloc_bytes > 0 && first_user[id] != kNone) at[first_user[id]] += t.alloc_bytes;
-        if (t.free_bytes > 0) at[std::max<int64_t>(waits_for[id], begin)] -= t.free_bytes;
+        const strategies::TaskMemory& m = deltas[id];
+        if (m.alloc > 0 && first_user[id] != kNone) at[first_user[id]] += m.alloc;
+        if (m.free > 0) at[std::max<int64_t>(waits_for[id], begin)] -= m.free;
       }
       double live = 0, peak = 0, prev_free = 0, pending = 0;
       for (TaskId id = begin; id < end; ++id) {
@@ -70,13 +72,13 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         if (it != at.end()) pending += it->second;
         const strategies::Task& t = tasks[id];
         if (t.stream != strategies::Stream::kCompute) continue;
-        live += t.alloc_bytes - prev_free + pending;
+        live += deltas[id].alloc - prev_free + pending;
         pending = 0;
         peak = std::max(peak, live);
-        prev_free = t.free_bytes;
+        prev_free = deltas[id].free;
       }
-      const int64_t stage = sched.layout.stage(sched.ranks[r]);
-      const double fixed = strategies::static_memory(job, stage).total() + reserved;
+      double fixed = reserved;
+      for (double bytes : strategies::standing_memory(sched, r)) fixed += bytes;
       b.memory_bytes = std::max(b.memory_bytes, lower(fixed + peak));
     }
     b.can_fit = b.memory_bytes <= memory.capacity_bytes;

@@ -6,6 +6,7 @@
 
 #include "scenarios/step/software.h"
 #include "strategies/job.h"
+#include "strategies/schedule.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -125,7 +126,13 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                       strategies::Job job = job_of(scenario, p);
                       job.model = model;
                       job.training.micro_batch = mb;
-                      if (strategies::validate(job).empty()) out.push_back(c);
+                      // A plan whose schedule is too large to build (a million
+                      // micro-batches) could only fail; it is not a candidate.
+                      if (strategies::validate(job).empty() &&
+                          !strategies::schedule_size_problem(job,
+                                                             strategies::Scope::kRepresentatives)) {
+                        out.push_back(c);
+                      }
                     }
                   }
                 }

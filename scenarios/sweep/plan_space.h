@@ -66,8 +66,9 @@ struct SweepCandidate {
 };
 
 /// Every plan of `space` that strategies::validate accepts for `scenario`'s
-/// model and training on each target, in canonical order: target, tp, cp,
-/// pp, ep, expert_tp, micro-batch, schedule, virtual stages, recompute,
+/// model and training on each target and whose schedule is not too large to
+/// build (strategies::schedule_size_problem), in canonical order: target, tp,
+/// cp, pp, ep, expert_tp, micro-batch, schedule, virtual stages, recompute,
 /// zero, shard group. The scenario's sequence-parallel flag, context algorithm and rank
 /// order are kept (sequence parallelism is on for every tp > 1 when the
 /// scenario uses it or has tp = 1).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "scenarios/sweep/bounds.h"
 #include "scenarios/sweep/exchange.h"
 #include "strategies/job.h"
+#include "strategies/schedule.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -54,7 +56,9 @@ PlanOutcome simulate_candidate(const ScenarioSpec& spec) {
     o.step_time_s = report.step_time_s;
     o.tokens_per_s = report.tokens_per_s;
     o.mfu = report.mfu;
-    o.memory_peak_bytes = report.memory_peak_bytes;
+    // Everything the GPU holds (the allocator's reserved memory and what
+    // lives outside it), what fits and the headroom are measured against.
+    o.memory_peak_bytes = report.memory_device_peak_bytes;
     o.memory_capacity_bytes = report.memory_capacity_bytes;
     o.exposed_comm_s = report.breakdown.exposed_comm.total();
     o.bubble_fraction = report.bubble_fraction;
@@ -105,6 +109,24 @@ class TopTimes {
   std::vector<double> best_;
 };
 
+/// The time a sweep has left, counting down between estimates and taking a
+/// new estimate only when it is lower (SweepProgressInfo::seconds_left).
+class Countdown {
+ public:
+  /// -1 until the first estimate.
+  double left(double now_s) const {
+    return left_s_ < 0 ? -1.0 : std::max(0.0, left_s_ - (now_s - at_s_));
+  }
+  void estimate(double now_s, double seconds) {
+    const double current = left(now_s);
+    left_s_ = current < 0 ? seconds : std::min(current, seconds);
+    at_s_ = now_s;
+  }
+
+ private:
+  double left_s_ = -1, at_s_ = 0;
+};
+
 /// The bounds, or no information (nothing pruned or skipped) if computing
 /// them throws: a bug elsewhere must not take the sweep down with it, and
 /// no exception may leave a worker thread.
@@ -143,7 +165,9 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   }
   std::vector<Problem> problems;
   for (size_t t = 0; t < targets.size(); ++t) {
-    for (const hwmodels::SpecProblem& p : hwmodels::Fabric::validate(targets[t].cluster)) {
+    hwmodels::FabricOptions fabric;  // a target's plans use its first `gpus` GPUs
+    fabric.gpus = targets[t].gpus;
+    for (const hwmodels::SpecProblem& p : hwmodels::Fabric::validate(targets[t].cluster, fabric)) {
       problems.push_back(
           {"/sweep/targets/" + std::to_string(t) + "/cluster/" + p.path, p.message, p.hint});
     }
@@ -163,6 +187,15 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   SweepOutcome out;
   out.targets = std::move(targets);
   out.candidates = enumerate_plans(scenario, out.targets, options.space);
+  if (out.candidates.empty()) {
+    // No plan is left when the batch alone makes every schedule too large to
+    // build: that is the scenario's problem, not an empty ranking.
+    const strategies::Job job = job_of(scenario);
+    if (const auto too_large =
+            strategies::schedule_size_problem(job, strategies::Scope::kRepresentatives)) {
+      return std::vector<Problem>{{too_large->path, too_large->message, too_large->hint}};
+    }
+  }
   out.plans_total = out.candidates.size();
   out.tokens = options.tokens;
   out.top_k = options.top_k;
@@ -172,20 +205,34 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   const auto rank = static_cast<size_t>(options.partition_rank);
   const auto size = static_cast<size_t>(options.partition_size);
 
+  const auto started = std::chrono::steady_clock::now();
+  auto seconds_since_start = [&]() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  Countdown countdown;
   std::mutex progress_mutex;
   uint64_t done = 0;
   auto report_progress = [&](uint64_t finished) {
     if (!options.progress || finished == 0) return;
     std::lock_guard<std::mutex> lock(progress_mutex);
     done += finished;
-    options.progress(done, out.plans_total);
+    options.progress(
+        {done, out.plans_total, out.plans_simulated, countdown.left(seconds_since_start())});
   };
+  // Seconds this process's workers spent refining and simulating, and how
+  // many they did: what the progress estimate prices the rest at.
+  struct WorkerTime {
+    double refine_s = 0, simulate_s = 0;
+    uint64_t refined = 0, simulated = 0;
+  };
+  std::vector<WorkerTime> worker_time(threads);
   // Bounds: one set of hardware models and cost cache per worker and target.
+  const hwmodels::KernelImplementation software = kernel_implementation(scenario);
   std::vector<std::vector<std::unique_ptr<PlanBounds>>> bounders(threads);
   for (auto& b : bounders) b.resize(out.targets.size());
   auto bounder = [&](unsigned worker, uint32_t target) -> PlanBounds& {
     std::unique_ptr<PlanBounds>& b = bounders[worker][target];
-    if (!b) b = std::make_unique<PlanBounds>(hardware[target]);
+    if (!b) b = std::make_unique<PlanBounds>(hardware[target], software);
     return *b;
   };
   auto candidate_job = [&](const SweepCandidate& c) {
@@ -306,6 +353,37 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   for (size_t i = 0; i < n; ++i) {
     if (!out.screens[i].pruned_memory && simulated[i] == 0) queue.emplace(key(i), i);
   }
+  // The work left, priced at what refining and simulating have cost so far:
+  // queued plans whose bound does not rule them out, refined ones to be
+  // simulated, the others refined and then simulated as often as refined
+  // plans have been so far. Spread over every worker of every process.
+  uint64_t refined_total = 0;
+  auto seconds_left = [&](const std::set<std::pair<double, size_t>>& queued,
+                          uint64_t refined_so_far) {
+    WorkerTime spent;
+    for (const WorkerTime& w : worker_time) {
+      spent.refine_s += w.refine_s;
+      spent.simulate_s += w.simulate_s;
+      spent.refined += w.refined;
+      spent.simulated += w.simulated;
+    }
+    if (spent.simulated == 0) return -1.0;
+    double to_simulate = 0, to_refine = 0;
+    for (const auto& [bound, i] : queued) {
+      if (options.use_bounds && bound > threshold(out.candidates[i].target)) continue;
+      (out.screens[i].refined ? to_simulate : to_refine) += 1;
+    }
+    const double simulate_s = spent.simulate_s / static_cast<double>(spent.simulated);
+    const double refine_s =
+        spent.refined > 0 ? spent.refine_s / static_cast<double>(spent.refined) : 0.0;
+    const double simulated_share = refined_so_far > 0
+                                       ? std::min(1.0, static_cast<double>(out.plans_simulated) /
+                                                           static_cast<double>(refined_so_far))
+                                       : 1.0;
+    const double work =
+        to_simulate * simulate_s + to_refine * (refine_s + simulated_share * simulate_s);
+    return work / static_cast<double>(threads * size);
+  };
   const size_t max_simulate = std::max<size_t>(1, options.simulate_per_round);
   const size_t max_refine = std::max<size_t>(1, options.refine_per_round);
   while (!queue.empty()) {
@@ -332,9 +410,17 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       const size_t k = mine[j];
       const size_t i = items[k];
       const SweepCandidate& c = out.candidates[i];
+      const auto item_started = std::chrono::steady_clock::now();
+      WorkerTime& spent = worker_time[worker];
+      auto item_seconds = [&]() {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - item_started)
+            .count();
+      };
       if (k < to_refine.size()) {
         const PlanBounds::Bounds b =
             bounds_or_none([&]() { return bounder(worker, c.target).refined(candidate_job(c)); });
+        spent.refine_s += item_seconds();
+        ++spent.refined;
         PlanScreen& s = out.screens[i];
         s.refined = true;
         s.memory_lower_bound_bytes = std::max(s.memory_lower_bound_bytes, b.memory_bytes);
@@ -344,6 +430,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
         return;
       }
       outcomes[i] = simulate_candidate(candidate_scenario(scenario, out.targets[c.target], c));
+      spent.simulate_s += item_seconds();
+      ++spent.simulated;
       report_progress(1);
     });
     if (size > 1) {
@@ -378,6 +466,11 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     for (size_t i : to_simulate) {
       simulated[i] = 1;
       account(i);
+    }
+    refined_total += to_refine.size();
+    if (options.progress) {
+      const double estimate = seconds_left(queue, refined_total);
+      if (estimate >= 0) countdown.estimate(seconds_since_start(), estimate);
     }
   }
 

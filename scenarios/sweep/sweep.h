@@ -51,7 +51,7 @@ struct PlanOutcome {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
-  double memory_peak_bytes = 0;
+  double memory_peak_bytes = 0;  ///< the report's device peak (allocator reserved + outside)
   double memory_capacity_bytes = 0;
   double exposed_comm_s = 0;
   double bubble_fraction = 0;
@@ -80,8 +80,20 @@ struct RankedPlan {
 /// given this process's bytes, returns every process's bytes in rank order.
 using SweepExchange = std::function<std::vector<std::string>(const std::string&)>;
 
-/// Called as plans finish (from worker threads, one call at a time).
-using SweepProgress = std::function<void(uint64_t done, uint64_t total)>;
+/// Where a sweep stands, for a progress display.
+struct SweepProgressInfo {
+  uint64_t done = 0;  ///< plans settled: pruned, skipped or simulated
+  uint64_t total = 0;
+  uint64_t simulated = 0;
+  /// What is left, in seconds of wall time, or -1 before the first round of
+  /// simulations has shown what one costs. Never more than the previous
+  /// report's value less the time between them: it counts down, and drops
+  /// when the bounds rule plans out (docs/sweep.md, "Progress").
+  double seconds_left = -1;
+};
+
+/// Called as plans settle (from worker threads, one call at a time).
+using SweepProgress = std::function<void(const SweepProgressInfo&)>;
 
 struct SweepOptions {
   SweepSpace space;

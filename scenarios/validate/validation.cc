@@ -128,6 +128,48 @@ Result<std::vector<ValidationCase>> read_validation_file(const std::string& path
   return read_validation_text(text.value(), options);
 }
 
+std::string case_family(std::string_view id) {
+  const size_t first = id.find('_');
+  const std::string_view head = id.substr(0, first);
+  const bool numbered = head.find_first_of("0123456789") != std::string_view::npos;
+  if (numbered || first == std::string_view::npos) return std::string(head);
+  return std::string(id.substr(0, id.find('_', first + 1)));
+}
+
+std::optional<double> step_time_error(const CaseOutcome& c) {
+  if (c.error.step_time_s) return c.error.step_time_s;
+  const std::optional<double> rate = c.error.tflops_per_gpu ? c.error.tflops_per_gpu : c.error.mfu;
+  if (!rate) return std::nullopt;
+  return 1.0 / (1.0 + *rate) - 1.0;
+}
+
+namespace {
+
+/// Stats per group name, in name order.
+std::vector<GroupStats> group_stats(const std::vector<CaseOutcome>& cases,
+                                    std::string CaseOutcome::*key) {
+  std::map<std::string, GroupStats> groups;
+  for (const CaseOutcome& c : cases) {
+    const std::optional<double> e = step_time_error(c);
+    if (!e) continue;
+    GroupStats& g = groups[c.*key];
+    g.name = c.*key;
+    ++g.cases;
+    g.mape += std::fabs(*e);
+    g.mean_signed += *e;
+    g.within_10pct += std::fabs(*e) <= 0.1 ? 1 : 0;
+  }
+  std::vector<GroupStats> out;
+  for (auto& [name, g] : groups) {
+    g.mape /= static_cast<double>(g.cases);
+    g.mean_signed /= static_cast<double>(g.cases);
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace
+
 RunValues predicted_values(const Report& report) {
   RunValues values;
   values.step_time_s = report.step_time_s;
@@ -162,6 +204,8 @@ ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
   for (const ValidationCase& c : cases) {
     CaseOutcome outcome;
     outcome.id = c.id;
+    outcome.family = case_family(c.id);
+    if (c.scenario) outcome.software = c.scenario->software.name;
     outcome.measured = c.measured;
     std::vector<Problem> problems = c.problems;
     if (c.scenario) {
@@ -196,6 +240,9 @@ ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
     if (outcome.error.memory_peak_gib) memory_errors.push_back(*outcome.error.memory_peak_gib);
     summary.cases.push_back(std::move(outcome));
   }
+  for (const double e : step_errors) summary.step_time_within_10pct += std::fabs(e) <= 0.1 ? 1 : 0;
+  summary.families = group_stats(summary.cases, &CaseOutcome::family);
+  summary.software = group_stats(summary.cases, &CaseOutcome::software);
   summary.mape_step_time = mean_abs(step_errors);
   summary.mape_tflops_per_gpu = mean_abs(tflops_errors);
   summary.mape_mfu = mean_abs(mfu_errors);

@@ -46,6 +46,8 @@ Result<std::vector<ValidationCase>> read_validation_file(const std::string& path
 /// The outcome of one case.
 struct CaseOutcome {
   std::string id;
+  std::string family;    ///< case_family(id)
+  std::string software;  ///< the scenario's software preset ("" when it could not be read)
   RunValues measured;
   RunValues predicted;  ///< empty when the case failed
   std::optional<Report> report;
@@ -55,9 +57,23 @@ struct CaseOutcome {
   RunValues error;
 };
 
+/// Step-time errors of a group of cases (a family, a software preset).
+struct GroupStats {
+  std::string name;
+  size_t cases = 0;  ///< cases with a step-time-sense error
+  double mape = 0;
+  double mean_signed = 0;
+  size_t within_10pct = 0;
+};
+
 /// All cases and the summary statistics (fractions, not percent).
 struct ValidationSummary {
   std::vector<CaseOutcome> cases;
+  /// By family and by software preset, in name order, over every case's
+  /// step_time_error.
+  std::vector<GroupStats> families;
+  std::vector<GroupStats> software;
+  size_t step_time_within_10pct = 0;  ///< cases that measured step time
   std::optional<double> mape_step_time;
   std::optional<double> mape_tflops_per_gpu;
   std::optional<double> mape_mfu;
@@ -74,6 +90,15 @@ using SimulateFn = std::function<Result<Report>(const ScenarioSpec&)>;
 /// is the mean |error| over the cases that measured that key and ran.
 ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
                                  const SimulateFn& simulate);
+
+/// A case's family: its id's first two '_'-separated words when the first
+/// has no digit ("dgxc_gpt3", "megatron_sc21", "torchtitan_paper"), else the
+/// first ("korthikanti22", "nemo2407").
+std::string case_family(std::string_view id);
+
+/// A case's error in step-time sense: the step-time error, else the one
+/// its TFLOP/s or MFU error implies (a step 1 / (1 + e) - 1 off).
+std::optional<double> step_time_error(const CaseOutcome& c);
 
 /// The report's values in the compared form (memory in GiB).
 RunValues predicted_values(const Report& report);

@@ -423,5 +423,30 @@ TEST(Sweep, DoublingSizesAndClusterEntryPoint) {
   EXPECT_THROW(collective_sweep(c, CollectiveOp::kAllReduce, 0, some), std::invalid_argument);
 }
 
+TEST(Clock, ACollectiveLongerThanTheClockIsInfiniteNotAnError) {
+  // 2^64 bytes all-reduced over 8 A100-class links: ~1.3e8 s, past the
+  // engine's ~9.2e6 s. It used to end in "simulation did not complete".
+  const Fabric f = Fabric::build(dgx_h100(1));
+  const CollectiveResult r =
+      predict_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 8), 18446744073709551616.0);
+  EXPECT_TRUE(std::isinf(r.time_s));
+  EXPECT_EQ(r.algbw_bytes_per_s, 0.0);
+  EXPECT_EQ(r.busbw_bytes_per_s, 0.0);
+}
+
+TEST(Clock, InfiniteEstimatesStillChooseAnAlgorithm) {
+  // Links of 1 B/s make every candidate's estimate of 1e300 bytes infinite;
+  // the tuner used to find no best and dereference an empty protocol.
+  ClusterSpec c = dgx_h100(2);
+  c.scale_up.bw_bytes_per_s = 1;
+  c.scale_up.efficiency = 1;
+  const Fabric f = Fabric::build(c);
+  const CollectivePlan plan =
+      plan_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 16), 1e300, Algorithm::kAuto, {});
+  EXPECT_FALSE(plan.phases.empty());
+  EXPECT_TRUE(
+      std::isinf(predict_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 16), 1e300).time_s));
+}
+
 }  // namespace
 }  // namespace podsim::hwmodels

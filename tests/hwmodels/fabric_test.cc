@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -218,21 +219,107 @@ TEST(Fabric, Llama24kBuildsWithExpectedShape) {
   EXPECT_EQ(f.path(0, 24575).links.size(), 8u);
 }
 
-TEST(FabricInstance, EngineLinksOnlyForConstrainedLinks) {
+// Links by what they join, so a fabric built for the first GPUs can be
+// compared with the whole one.
+std::map<std::string, double> capacities_by_name(const Fabric& f) {
+  std::map<std::string, double> out;
+  for (uint32_t l = 0; l < f.link_count(); ++l) {
+    out[f.vertex_name(f.link(l).from) + " -> " + f.vertex_name(f.link(l).to)] =
+        f.link(l).capacity_bytes_per_s;
+  }
+  return out;
+}
+
+TEST(Fabric, BuiltForTheJobsGpusHasTheWholeClustersCapacities) {
+  // 19 nodes: racks of 2 (the last rack holds one node), pods of 8 (the last
+  // pod three), 1:7 above the pods. Every link the first GPUs' fabric has
+  // must carry what it carries in the whole cluster, a pod uplink counting
+  // every node of its pod, built or not.
+  ClusterSpec c = small_llama(7);
+  c.nodes = 19;
+  const std::map<std::string, double> whole = capacities_by_name(Fabric::build(c));
+  for (const int64_t gpus : {1, 8, 9, 24, 72, 130, 152}) {
+    FabricOptions options;
+    options.gpus = gpus;
+    const Fabric part = Fabric::build(c, options);
+    EXPECT_EQ(part.gpu_count(), (gpus + 7) / 8 * 8) << gpus;
+    for (const auto& [name, capacity] : capacities_by_name(part)) {
+      ASSERT_TRUE(whole.contains(name)) << gpus << ": " << name;
+      EXPECT_EQ(capacity, whole.at(name)) << gpus << ": " << name;  // bit for bit
+    }
+  }
+}
+
+TEST(Fabric, TenMillionNodesCostAnEightGpuJobNothing) {
+  FabricOptions options;
+  options.gpus = 8;
+  const Fabric f = Fabric::build(dgx_h100(10'000'000), options);
+  EXPECT_EQ(f.gpu_count(), 8);
+  EXPECT_LT(f.vertex_count(), 100u);  // 8 GPUs, a switch, 8 NICs, 8 rails, a spine
+  EXPECT_EQ(f.spec().nodes, 10'000'000);
+  // A domain spanning nodes is built whole.
+  ClusterSpec nvl = dgx_h100(64);
+  nvl.scale_up.domain = 32;
+  EXPECT_EQ(Fabric::build(nvl, options).gpu_count(), 32);
+}
+
+TEST(FabricValidate, LinksSlowerThanAByteASecondAreProblems) {
+  ClusterSpec c = dgx_h100(2);
+  c.scale_out.nic_bw_bytes_per_s = 5e-324;  // in (0, 1 PB/s], times 0.5 is 0
+  c.scale_out.efficiency = 0.5;
+  EXPECT_TRUE(has_problem(Fabric::validate(c), "scale_out/nic_bandwidth"));
+  c = dgx_h100(2);
+  c.scale_up.efficiency = 1e-320;
+  EXPECT_TRUE(has_problem(Fabric::validate(c), "scale_up/bandwidth"));
+  c = small_llama(1000);  // 8 nodes of 8 NICs / 1000 is well above 1 B/s
+  EXPECT_TRUE(Fabric::validate(c).empty());
+  c.scale_out.nic_bw_bytes_per_s = 10;  // one NIC's 9.4 B/s / 1000 is not
+  EXPECT_TRUE(has_problem(Fabric::validate(c), "scale_out/tiers/2/oversubscription"));
+}
+
+TEST(FabricValidate, AFabricTooLargeToBuildIsAProblemNotAnAllocation) {
+  ClusterSpec c = dgx_h100(10'000'000);
+  c.scale_out.nics_per_node = 1024;
+  EXPECT_TRUE(has_problem(Fabric::validate(c), ""));
+  FabricOptions options;
+  options.gpus = 64;
+  EXPECT_TRUE(Fabric::validate(c, options).empty());
+}
+
+TEST(FabricInstance, EngineLinksOnlyForConstrainedLinksAndOnlyOnceRouted) {
   const Fabric f = Fabric::build(small_llama(7));
   sim::Engine engine;
   const FabricInstance inst = f.instantiate(engine);
-  size_t constrained = 0;
   for (uint32_t l = 0; l < f.link_count(); ++l) {
-    constrained += f.link(l).constrained ? 1 : 0;
     EXPECT_EQ(inst.has_engine_link(l), f.link(l).constrained);
   }
-  EXPECT_EQ(engine.link_count(), constrained);
+  // Nothing is added before a route needs it: a collective priced alone on
+  // a fabric of millions of links gets the few dozen it crosses.
+  EXPECT_EQ(engine.link_count(), 0u);
   // Cross-pod: 8 links, of which NIC up/down and the two pod links bind.
   const Route r = inst.route(0, 64);
   EXPECT_EQ(r.hops.size(), 4u);
   EXPECT_DOUBLE_EQ(r.latency_s, 3e-6);
+  EXPECT_EQ(engine.link_count(), 4u);
+  const Route again = inst.route(0, 64);
+  EXPECT_EQ(engine.link_count(), 4u);
+  for (size_t h = 0; h < r.hops.size(); ++h) EXPECT_EQ(again.hops[h].link, r.hops[h].link);
   EXPECT_THROW(inst.engine_link(f.path(0, 64).links[0]), std::invalid_argument);
+}
+
+TEST(FabricInstance, ADegradedLinkGetsAnEngineLinkWhenFirstRouted) {
+  // A PCIe link is never a bottleneck healthy; at half its capacity it may be.
+  const Fabric f = Fabric::build(small_llama(7));
+  const uint32_t pcie = f.path(0, 64).links[0];
+  ASSERT_FALSE(f.link(pcie).constrained);
+  std::vector<double> factor(f.link_count(), 1.0);
+  factor[pcie] = 0.5;
+  sim::Engine engine;
+  const FabricInstance inst = f.instantiate(engine, factor);
+  EXPECT_TRUE(inst.has_engine_link(pcie));
+  EXPECT_EQ(engine.link_count(), 0u);
+  EXPECT_EQ(inst.route(0, 64).hops.size(), 5u);  // the 4 constrained links and the PCIe one
+  EXPECT_EQ(engine.link_count(), 5u);
 }
 
 // Every GPU of pod 0 sends to its twin in pod 1 through the 1:7 top tier: the

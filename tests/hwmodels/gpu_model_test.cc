@@ -385,20 +385,27 @@ TEST(MemoryBoundTime, LargeKernelsReachTriadBandwidthSmallOnesPayFixedCosts) {
   EXPECT_THROW(m.memory_bound_time(-1, 0, NumberFormat::kBf16), std::invalid_argument);
 }
 
-TEST(MemoryModel, ReservationsAreStatedAndSubtracted) {
-  const MemoryModel mm = memory_model(h100());
+TEST(MemoryModel, OutsideTheAllocatorIsTheContextAndNcclBuffersPerCommunicator) {
+  MemoryReservationParams p;
+  // An 8-GPU NVLink communicator (32 rings) and a send/recv pair (2 peers x
+  // 2 channels each).
+  p.nccl_communicators = {{32, 1}, {2, 2}};
+  const MemoryModel mm = memory_model(h100(), p);
   EXPECT_DOUBLE_EQ(mm.capacity_bytes, 80.0 * 1024 * 1024 * 1024);
-  ASSERT_EQ(mm.reserved.size(), 4u);
-  for (const MemoryReservation& r : mm.reserved) {
+  ASSERT_EQ(mm.outside.size(), 2u);
+  for (const MemoryReservation& r : mm.outside) {
     EXPECT_FALSE(r.basis.empty()) << r.name;
     EXPECT_GT(r.bytes, 0) << r.name;
   }
-  // 4 communicators x 16 channels x 2 peers x 4 MiB = 512 MiB.
-  EXPECT_DOUBLE_EQ(mm.reserved[2].bytes, 512.0 * 1024 * 1024);
-  EXPECT_NEAR(mm.usable_bytes(), mm.capacity_bytes - mm.reserved_bytes(), 1.0);
-  // Usable: a bit over 90% of 80 GiB.
-  EXPECT_GT(mm.usable_bytes() / mm.capacity_bytes, 0.90);
-  EXPECT_LT(mm.usable_bytes() / mm.capacity_bytes, 0.95);
+  // 36 connections x 9.1875 MiB (Simple + LL128 + LL buffers).
+  EXPECT_DOUBLE_EQ(mm.outside[1].bytes, 36 * 9.1875 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(mm.outside_bytes(), 400e6 + 36 * 9.1875 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(mm.allocator_limit_bytes(), mm.capacity_bytes - mm.outside_bytes());
+  // The two cuBLAS workspaces come from the allocator, not from outside it.
+  ASSERT_EQ(mm.workspaces.size(), 2u);
+  EXPECT_DOUBLE_EQ(mm.runtime_bytes(), mm.outside_bytes() + 64.0 * 1024 * 1024);
+  // No communicator: the context alone.
+  EXPECT_DOUBLE_EQ(memory_model(h100()).outside_bytes(), 400e6);
 }
 
 }  // namespace

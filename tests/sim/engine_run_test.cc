@@ -107,6 +107,50 @@ RunResult build_and_run(int64_t perturb_ps, bool swap_sizes = false) {
   return engine.run();
 }
 
+TEST(EngineClock, ADelayPastTheClockStopsTheRunThere) {
+  Engine engine;
+  const ActivityId early = engine.add_delay(ps(1'000));
+  const ActivityId half = engine.add_delay(Time::from_ps(Time::max().ps() / 2 + 1));
+  const ActivityId second = engine.add_delay(Time::from_ps(Time::max().ps() / 2 + 1));
+  const ActivityId after = engine.add_delay(ps(1));
+  engine.add_dependency(half, second);
+  engine.add_dependency(second, after);
+  const RunResult result = engine.run();
+  EXPECT_FALSE(result.completed());
+  ASSERT_TRUE(result.beyond_clock.has_value());
+  EXPECT_EQ(*result.beyond_clock, second);  // the first to end past the clock
+  EXPECT_TRUE(result.deadlocked.empty());   // late, not stuck
+  EXPECT_TRUE(result.deadlock_report.empty());
+  EXPECT_EQ(result.end, Time::max());
+  EXPECT_EQ(engine.finish_time(early), ps(1'000));
+  EXPECT_EQ(engine.finish_time(half).ps(), Time::max().ps() / 2 + 1);
+  EXPECT_EQ(engine.finish_time(after), Time::max());
+}
+
+TEST(EngineClock, AFlowOnATinyLinkIsBeyondTheClockNotDeadlocked) {
+  // 1 GB at 1 B/s is 1e9 s, past the ~9.2e6 s the clock holds; so is any
+  // size on a capacity too small to compute a finish from (inf ticks).
+  for (const double capacity : {1.0, 5e-324}) {
+    Engine engine;
+    const LinkId link = engine.add_link(capacity);
+    const PathHop hop{link, 1};
+    const ActivityId flow = engine.add_flow(1e9, std::span(&hop, 1), Time::zero());
+    const RunResult result = engine.run();
+    ASSERT_TRUE(result.beyond_clock.has_value()) << capacity;
+    EXPECT_EQ(*result.beyond_clock, flow);
+    EXPECT_TRUE(result.deadlocked.empty());
+  }
+}
+
+TEST(EngineClock, PoolWorkPastTheClockIsReported) {
+  Engine engine;
+  const PoolId pool = engine.add_pool();
+  const ActivityId work = engine.add_pool_work(Time::max(), pool);
+  const RunResult result = engine.run();
+  ASSERT_TRUE(result.beyond_clock.has_value());
+  EXPECT_EQ(*result.beyond_clock, work);
+}
+
 TEST(EngineFingerprint, SameBuildSameFingerprint) {
   const RunResult first = build_and_run(0);
   const RunResult second = build_and_run(0);

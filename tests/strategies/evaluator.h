@@ -93,14 +93,22 @@ inline double compute_busy(const Schedule& s, size_t ri,
   return busy;
 }
 
-/// Peak of alloc/free deltas walking one rank's tasks in program order.
+/// Peak of the kept activations (the per-step buffers of kind
+/// kActivations) walking one rank's tasks of `stream` in program order, each
+/// task's allocations before its frees.
 inline double peak_in_order(const Schedule& s, size_t ri, Stream stream = Stream::kCompute) {
+  std::vector<double> alloc(s.tasks.size(), 0.0), free(s.tasks.size(), 0.0);
+  for (const Buffer& b : s.buffers) {
+    if (b.lifetime != Lifetime::kStep || b.kind != MemoryKind::kActivations) continue;
+    alloc[b.alloc] += s.bytes(b);
+    free[b.free] += s.bytes(b);
+  }
   double now = 0, peak = 0;
-  for (const Task& t : s.rank_tasks(ri)) {
-    if (t.stream != stream) continue;
-    now += t.alloc_bytes;
+  for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+    if (s.tasks[id].stream != stream) continue;
+    now += alloc[id];
     peak = std::max(peak, now);
-    now -= t.free_bytes;
+    now -= free[id];
   }
   return peak;
 }

@@ -137,6 +137,20 @@ TEST(Layers, UnevenStagesLightenTheEnds) {
   EXPECT_EQ(chunk_layer_counts(job), (std::vector<int64_t>{3, 3, 3, 4, 4, 4, 3, 3}));
 }
 
+TEST(Validate, VirtualStagesNeedPipelineParallelism) {
+  // With pp = 1 the chunks would send to their own GPU ("GPU 0 appears
+  // twice in the group" deep in the collective planner).
+  Job job = testing::preset_job("llama3-8b", 4096, 8);
+  job.plan.schedule = PipelineSchedule::kInterleavedOneFOneB;
+  job.plan.virtual_stages = 3;
+  const std::vector<PlanProblem> problems = validate(job);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].path, "/parallelism/pipeline/virtual_stages");
+  EXPECT_NE(problems[0].message.find("pp > 1"), std::string::npos) << problems[0].message;
+  job.plan.virtual_stages = 1;  // interleaved with one chunk: a plain sequence
+  EXPECT_TRUE(validate(job).empty());
+}
+
 TEST(Validate, NamesThePathOfEachProblem) {
   Job job = testing::preset_job("llama3-70b", 8192, 30);
   job.plan.tp = 3;               // does not divide 64 heads

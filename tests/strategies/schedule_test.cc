@@ -131,6 +131,80 @@ TEST(PipelineMemory, OneFOneBKeepsPMicroBatchesGpipeM) {
   }
 }
 
+// Layer kinds in the tensor lists: a model of dense and MoE layers with an
+// MTP module keeps, per micro-batch, what stored_activation_bytes() counts
+// for its kinds (GPipe: every micro-batch's at once), and its standing
+// weights and optimizer states are static_memory()'s, expert tensors
+// sharded over the expert-data-parallel group.
+TEST(PipelineMemory, MoeLayerKindsAndMtpKeepWhatTheirTensorsSay) {
+  Job job = preset_job("deepseek-v3", 1024, 8);
+  job.model.layers = 5;  // 3 dense, 2 MoE layers
+  job.model.mtp_layers = 1;
+  job.plan.dp = 4;
+  job.plan.ep = 4;
+  job.plan.zero = 1;
+  job.plan.schedule = PipelineSchedule::kGpipe;
+  job.plan.recompute = {RecomputeMode::kNone, 1};
+  ASSERT_TRUE(validate(job).empty());
+  const Schedule s = build(job, Scope::kRepresentatives);
+  const ChunkInfo c = stage_chunks(job, 0).front();
+  ASSERT_EQ(c.mtp, 1);
+  const double per_mb = stored_activation_bytes(job, c, c.layer_begin, c.layer_end, c.has_embedding,
+                                                c.has_head, c.mtp);
+  const double dense_only = stored_activation_bytes(job, c, 0, 3, false, false);
+  const double moe_only = stored_activation_bytes(job, c, 3, 5, false, false);
+  EXPECT_NE(dense_only / 3, moe_only / 2);  // the two kinds keep different tensors
+  const int64_t m = job.training.global_batch / (job.training.micro_batch * job.plan.dp);
+  EXPECT_NEAR(peak_in_order(s, 0), static_cast<double>(m) * per_mb, 1e-6 * per_mb);
+  double weights = 0, optimizer = 0;
+  for (const Buffer& b : s.buffers) {
+    if (b.lifetime == Lifetime::kStep || b.lifetime == Lifetime::kUntilNextStep) continue;
+    if (b.kind == MemoryKind::kWeights) weights += s.bytes(b);
+    if (b.kind == MemoryKind::kOptimizer) optimizer += s.bytes(b);
+  }
+  const StaticMemory st = static_memory(job, 0);
+  EXPECT_NEAR(weights, st.weights, 1e-9 * st.weights);
+  EXPECT_NEAR(optimizer, st.optimizer, 1e-9 * st.optimizer);
+  EXPECT_GT(stage_parameters(job, 0).expert, 0);
+}
+
+// FSDP under pipeline parallelism (torchtitan; GradBuffers::kPerStep): no
+// gradient buffer stands through the step. Each stage's first backward makes
+// its unsharded accumulator, its last reduce-scatter gives it back, and the
+// shard it leaves lives until the next step. Megatron's buffers stand.
+TEST(PipelineMemory, FsdpGradientsAreMadeByTheBackwardAndShardedByTheReduceScatter) {
+  Job job = pipeline_job(PipelineSchedule::kOneFOneB, 2, 4, 4);
+  job.plan.dp = 4;
+  job.plan.zero = 2;
+  const auto grads = static_cast<size_t>(MemoryKind::kGrads);
+  const Schedule standing = build(job);
+  job.software.memory.grad_buffers = GradBuffers::kPerStep;
+  const Schedule per_step = build(job);
+  for (size_t ri = 0; ri < per_step.ranks.size(); ++ri) {
+    const int64_t stage = per_step.layout.stage(per_step.ranks[ri]);
+    const double stage_grads = static_memory(job, stage).params * grad_element_bytes(job);
+    EXPECT_NEAR(standing_memory(standing, ri)[grads], stage_grads, 1e-6 * stage_grads);
+    EXPECT_EQ(standing_memory(per_step, ri)[grads], 0.0);
+    std::vector<const Buffer*> accumulators, shards;
+    for (const Buffer& b : per_step.buffers) {
+      if (b.kind != MemoryKind::kGrads || b.alloc < per_step.rank_begin[ri] ||
+          b.alloc >= per_step.rank_begin[ri + 1]) {
+        continue;
+      }
+      (b.lifetime == Lifetime::kStep ? accumulators : shards).push_back(&b);
+    }
+    ASSERT_EQ(accumulators.size(), 1u) << "stage " << stage;
+    ASSERT_EQ(shards.size(), 1u) << "stage " << stage;
+    const Buffer& acc = *accumulators.front();
+    EXPECT_NEAR(per_step.bytes(acc), stage_grads, 1e-6 * stage_grads);
+    EXPECT_EQ(per_step.tasks[acc.alloc].kind, TaskKind::kBackward);
+    EXPECT_EQ(per_step.tasks[acc.free].kind, TaskKind::kComm);
+    EXPECT_EQ(shards.front()->lifetime, Lifetime::kUntilNextStep);
+    EXPECT_EQ(shards.front()->alloc, acc.free);
+    EXPECT_NEAR(per_step.bytes(*shards.front()), stage_grads / 4, 1e-6 * stage_grads);
+  }
+}
+
 /// Structural checks every schedule must pass.
 void check_structure(const Schedule& s) {
   const testing::Timeline tl = evaluate(s, layer_costs(1, 2, 1));
@@ -266,13 +340,15 @@ TEST(ScheduleStructure, AcyclicCompleteAndConsistent) {
 /// A task with its dependencies expressed as (rank, position on that rank).
 struct Portable {
   Task task;
+  TaskMemory memory;
   std::vector<std::pair<int64_t, int64_t>> deps;
 };
 std::vector<Portable> portable(const Schedule& s, int64_t rank) {
   const auto ri = static_cast<size_t>(s.rank_index(rank));
+  const std::vector<TaskMemory> memory = task_memory(s);
   std::vector<Portable> out;
   for (uint32_t id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
-    Portable p{s.tasks[id], {}};
+    Portable p{s.tasks[id], memory[id], {}};
     for (TaskId before : s.dependencies(id)) {
       const Task& b = s.tasks[before];
       const auto bi = static_cast<size_t>(s.rank_index(b.rank));
@@ -305,8 +381,8 @@ TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
         EXPECT_EQ(x.collective, y.collective);
         EXPECT_EQ(x.peer, y.peer);
         EXPECT_EQ(x.bytes, y.bytes);
-        EXPECT_EQ(x.alloc_bytes, y.alloc_bytes);
-        EXPECT_EQ(x.free_bytes, y.free_bytes);
+        EXPECT_EQ(a[i].memory.alloc, r[i].memory.alloc);
+        EXPECT_EQ(a[i].memory.free, r[i].memory.free);
         EXPECT_EQ(x.group < 0, y.group < 0);
         if (x.group >= 0) {
           EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
@@ -344,6 +420,48 @@ TEST(ScheduleCounts, OneFOneBTaskCounts) {
   }
 }
 
+TEST(ScheduleLimits, MoreTasksThanTheLimitIsAProblemNotAnAllocation) {
+  // The 1F1B job above has 25 + 33 + 33 + 25 = 116 tasks.
+  const Job job = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  EXPECT_TRUE(build_schedule(job, Scope::kEveryRank, 116).schedule.has_value());
+  const BuildResult over = build_schedule(job, Scope::kEveryRank, 115);
+  EXPECT_FALSE(over.schedule.has_value());
+  ASSERT_EQ(over.problems.size(), 1u);
+  EXPECT_EQ(over.problems[0].path, "/model/layers");
+  EXPECT_NE(over.problems[0].message.find("more than 115 tasks"), std::string::npos)
+      << over.problems[0].message;
+
+  // 2^30 sequences in micro-batches of one: refused before the pipeline
+  // order of a billion slots is laid out (it ran out of memory).
+  Job huge = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  huge.training.global_batch = int64_t{1} << 30;
+  const BuildResult refused = build_schedule(huge, Scope::kRepresentatives);
+  EXPECT_FALSE(refused.schedule.has_value());
+  ASSERT_EQ(refused.problems.size(), 1u);
+  EXPECT_EQ(refused.problems[0].path, "/training/global_batch");
+
+  // More micro-batches per pipeline than any step runs, though the tasks
+  // (4 stages x 2 x 65,537) would fit: refused by the count alone.
+  Job many = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  many.training.global_batch = kMaxMicroBatches;
+  ASSERT_EQ(micro_batches(many), kMaxMicroBatches);
+  EXPECT_FALSE(schedule_size_problem(many, Scope::kRepresentatives).has_value());
+  many.training.global_batch = kMaxMicroBatches + 1;
+  const std::optional<PlanProblem> too_many = schedule_size_problem(many, Scope::kRepresentatives);
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_EQ(too_many->path, "/training/global_batch");
+  EXPECT_NE(too_many->message.find("65537 micro-batches per pipeline"), std::string::npos)
+      << too_many->message;
+
+  // Every rank of a large job: the problem names the simulation mode.
+  Job wide = pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8);
+  wide.plan.dp = 8;
+  wide.training.global_batch = 64;
+  const BuildResult every = build_schedule(wide, Scope::kEveryRank, 200);
+  ASSERT_EQ(every.problems.size(), 1u);
+  EXPECT_EQ(every.problems[0].path, "/options/simulation");
+}
+
 TEST(ScheduleCounts, DataParallelBucketsOverlapTheLastBackward) {
   // 8 layers of ~218M parameters on one stage, 500M-parameter buckets:
   // head (525M) alone, then layers in threes -> buckets {head}, {7,6,5},
@@ -379,18 +497,57 @@ TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
   job.plan.dp = 8;
   job.plan.zero = 3;
   const Schedule s = build(job, Scope::kRepresentatives);
+  const std::vector<TaskMemory> memory = task_memory(s);
   const int64_t m = micro_batches(job);  // 2
   int gathers = 0, reduces = 0;
-  for (const Task& t : s.rank_tasks(0)) {
+  for (TaskId id = s.rank_begin[0]; id < s.rank_begin[1]; ++id) {
+    const Task& t = s.tasks[id];
     gathers += t.purpose == CommPurpose::kParamGather;
     reduces += t.purpose == CommPurpose::kGradSync;
     if (t.purpose == CommPurpose::kParamGather) {
       EXPECT_EQ(t.collective, CollectiveKind::kAllGather);
-      EXPECT_NEAR(t.alloc_bytes, t.bytes * 7.0 / 8.0, 1e-6);
+      EXPECT_NEAR(memory[id].alloc, t.bytes * 7.0 / 8.0, 1e-6);
     }
   }
   EXPECT_EQ(gathers, 2 * 4 * m);  // before forward and backward of each unit
   EXPECT_EQ(reduces, 4 * m);      // reduce-scatter after each unit's backward
+}
+
+TEST(ScheduleCounts, ZeroThreeGathersAsTheFrameworkSchedulesThem) {
+  Job job = preset_job("llama3-8b", 2048, 8);
+  job.model.layers = 4;
+  job.plan.dp = 8;
+  job.plan.zero = 3;
+  job.plan.recompute.mode = RecomputeMode::kFull;
+  // Each unit's gather takes as long as its forward.
+  auto step = [](const Schedule& s) {
+    const auto costs = layer_costs(1, 2, 1);
+    return evaluate(s,
+                    [&](const Task& t) {
+                      return t.purpose == CommPurpose::kParamGather ? 1.0 : costs(t);
+                    })
+        .makespan;
+  };
+  auto gathers = [](const Schedule& s) {
+    int n = 0;
+    for (const Task& t : s.rank_tasks(0)) n += t.purpose == CommPurpose::kParamGather;
+    return n;
+  };
+  // FSDP: prefetched one unit ahead (the backward's first under the last
+  // forward), the recompute and the backward share one gather: only the
+  // step's first gather is exposed.
+  const Schedule fsdp = build(job, Scope::kRepresentatives);
+  EXPECT_EQ(gathers(fsdp), 2 * 4);
+  EXPECT_DOUBLE_EQ(step(fsdp), 1 + 4 * 1 + 4 * (1 + 2));
+  // DeepSpeed ZeRO-3 (2021): no prefetch, and the backward gathers again
+  // what the recompute released: every gather is exposed.
+  DataParallelPolicy& dp = job.software.data_parallel;
+  dp.forward_prefetch = false;
+  dp.backward_prefetch = BackwardPrefetch::kNone;
+  dp.regather_for_recompute = true;
+  const Schedule deepspeed = build(job, Scope::kRepresentatives);
+  EXPECT_EQ(gathers(deepspeed), 3 * 4);
+  EXPECT_DOUBLE_EQ(step(deepspeed), 4 * (1 + 1) + 4 * (1 + 1 + 1 + 2));
 }
 
 TEST(ScheduleCounts, ParamsGatherAndReduceBytesMatchParameters) {

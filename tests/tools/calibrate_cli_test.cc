@@ -15,9 +15,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-CommandResult run_podsim(const std::string& args) {
+/// `ENV podsim ARGS`, e.g. run_podsim_with("A=1", "presets").
+CommandResult run_podsim_with(const std::string& env, const std::string& args) {
   CommandResult r;
-  const std::string cmd = std::string(PODSIM_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = env + " " + std::string(PODSIM_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
   std::array<char, 4096> buf{};
@@ -27,6 +28,8 @@ CommandResult run_podsim(const std::string& args) {
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return r;
 }
+
+CommandResult run_podsim(const std::string& args) { return run_podsim_with("", args); }
 
 TEST(CalibrateCli, WithoutAGpuExitsThreeWithOneSentence) {
   const std::string out =
@@ -39,6 +42,18 @@ TEST(CalibrateCli, WithoutAGpuExitsThreeWithOneSentence) {
   EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
   EXPECT_GT(r.output.size(), std::string("no CUDA device: \n").size()) << r.output;
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CalibrateCli, ThePodsimBinaryLinksNoCudaLibrary) {
+  // The CUDA side is a module only calibrate and execute load
+  // (tools/cli/cuda_module.h): the binary's own dependencies, as the dynamic
+  // loader lists them (what ldd prints), name no CUDA library.
+  const CommandResult r = run_podsim_with("LD_TRACE_LOADED_OBJECTS=1", "");
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_NE(r.output.find("libc.so"), std::string::npos) << r.output;  // it did list them
+  for (const char* cuda : {"libcuda.", "libcudart", "libcublas", "libnccl"}) {
+    EXPECT_EQ(r.output.find(cuda), std::string::npos) << cuda << " in\n" << r.output;
+  }
 }
 
 TEST(CalibrateCli, UnknownOptionIsAUsageError) {

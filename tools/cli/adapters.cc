@@ -2,6 +2,7 @@
 // calibrate.cc), adapted to the subcommand table, with the hooks that give
 // them the scenario layer's presets and unit parser.
 #include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -9,7 +10,9 @@
 #include "calibration/profile.h"
 #include "scenarios/input/quantity.h"
 #include "scenarios/input/reader.h"
+#include "scenarios/input/suggest.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/step_limits.h"
 #include "tools/cli/calibrate.h"
 #include "tools/cli/collective.h"
 #include "tools/cli/commands.h"
@@ -45,23 +48,31 @@ std::optional<hwmodels::ClusterSpec> cluster_preset(const std::string& name, std
   return std::nullopt;
 }
 
-/// "8" (bytes) or a size with a unit ("1GiB", "512 MB").
+/// "8" (bytes) or a size with a unit ("1GiB", "512 MB"): finite, >= 0 (-0 is 0).
 std::optional<double> size_in_bytes(const std::string& text, std::string& error) {
-  double plain = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), plain);
-  if (ec == std::errc() && end == text.data() + text.size()) return plain;
-  const scenarios::Result<scenarios::Quantity> quantity = scenarios::parse_quantity(text);
-  if (!quantity.ok()) {
-    error = quantity.problems().front().message;
+  double bytes = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    const scenarios::Result<scenarios::Quantity> quantity = scenarios::parse_quantity(text);
+    if (!quantity.ok()) {
+      error = quantity.problems().front().message;
+      return std::nullopt;
+    }
+    if (quantity.value().dimension != scenarios::Dimension::kBytes) {
+      error = scenarios::quote_for_message(text) + " is " +
+              std::string(scenarios::dimension_name(quantity.value().dimension)) +
+              ", expected a size like '1 GiB'";
+      return std::nullopt;
+    }
+    bytes = quantity.value().value;
+  }
+  if (!std::isfinite(bytes) || bytes < 0) {
+    error = scenarios::quote_for_message(text) +
+            " is not a size: give a finite number of bytes "
+            ">= 0, like '1 GiB'";
     return std::nullopt;
   }
-  if (quantity.value().dimension != scenarios::Dimension::kBytes) {
-    error = "'" + text + "' is " +
-            std::string(scenarios::dimension_name(quantity.value().dimension)) +
-            ", expected a size like '1 GiB'";
-    return std::nullopt;
-  }
-  return quantity.value().value;
+  return bytes == 0 ? 0.0 : bytes;
 }
 
 /// --profile: the scale-up links the profile measured.
@@ -84,6 +95,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
   hooks.cluster = cluster_preset;
   hooks.bytes = size_in_bytes;
   hooks.profile = apply_profile;
+  hooks.clock_limit = scenarios::clock_limit_text();
   return run_collective_command(argv.argc(), argv.argv(), hooks, io.out, io.err);
 }
 

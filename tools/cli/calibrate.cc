@@ -12,10 +12,7 @@
 #include "calibration/datasheet.h"
 #include "calibration/profile.h"
 #include "calibration/summary.h"
-
-#if PODSIM_HAVE_CUDA
-#include "calibration/cuda/runner.h"
-#endif
+#include "tools/cli/cuda_module.h"
 
 #ifndef PODSIM_VERSION
 #define PODSIM_VERSION "unknown"
@@ -111,12 +108,13 @@ int run_calibrate_command(int argc, char** argv) {
   const int parsed = parse(argc, argv, options);
   if (parsed >= 0) return parsed;
 
-#if !PODSIM_HAVE_CUDA
-  std::cerr << "no CUDA device: this podsim was built without CUDA support (nvcc was not found, "
-               "or PODSIM_ENABLE_CUDA was OFF, when it was configured)\n";
-  return kExitNoDevice;
-#else
-  const std::string reason = calibration::gpu::device_unavailable_reason();
+  std::string why_not;
+  const calibration::gpu::CudaModule* cuda = cli::cuda_module(why_not);
+  if (cuda == nullptr) {
+    std::cerr << "no CUDA device: " << why_not << "\n";
+    return kExitNoDevice;
+  }
+  const std::string reason = cuda->device_unavailable_reason();
   if (!reason.empty()) {
     std::cerr << "no CUDA device: " << reason << "\n";
     return kExitNoDevice;
@@ -151,7 +149,7 @@ int run_calibrate_command(int argc, char** argv) {
 
   calibration::Profile profile;
   try {
-    const calibration::RawMeasurements raw = calibration::gpu::run_calibration(run);
+    const calibration::RawMeasurements raw = cuda->run_calibration(run);
     datasheet = calibration::find_datasheet(raw.provenance.gpu_name);
     profile = calibration::build_profile(raw, datasheet);
     calibration::write_profile(profile, options.out);
@@ -172,7 +170,6 @@ int run_calibrate_command(int argc, char** argv) {
   }
   std::cerr << "podsim calibrate: profile written to " << options.out << "\n";
   return profile.errors.empty() ? kExitOk : kExitProblems;
-#endif
 }
 
 }  // namespace podsim::tools

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hwmodels/collectives.h"
+#include "tools/cli/commands.h"
 
 namespace podsim::cli {
 namespace {
@@ -22,6 +23,13 @@ using hwmodels::CollectiveResult;
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+/// 4 significant digits: "1.126e+30", not 31 digits.
+std::string significant(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
@@ -97,6 +105,10 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     err << "podsim collective: " << e.what() << "\n" << desc;
     return 2;
   }
+  if (const std::optional<std::string> empty = cli::option_with_empty_value(vm, desc)) {
+    err << "podsim collective: --" << *empty << " needs a value, got an empty one\n";
+    return 2;
+  }
   if (vm.count("help")) {
     out << desc;
     return 0;
@@ -164,9 +176,15 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
   } catch (const std::invalid_argument& e) {
     err << "podsim collective: " << e.what() << "\n";
     return 2;
-  } catch (const std::exception& e) {
-    err << "podsim collective: internal error: " << e.what() << "\n";
-    return 1;
+  }
+  for (const CollectiveResult& r : rows) {
+    if (std::isinf(r.time_s)) {
+      err << "podsim collective: --" << (vm.count("sweep") ? "max-bytes" : "bytes") << ": "
+          << hwmodels::to_string(*op) << " of " << significant(r.plan.bytes) << " B over " << gpus
+          << " GPUs outlasts the simulated clock (" << hooks.clock_limit
+          << "); give a smaller size\n";
+      return 2;
+    }
   }
   for (const std::string& note : profile_notes)
     err << "podsim collective: profile: " << note << "\n";
@@ -186,7 +204,7 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
     return 0;
   }
   const CollectiveResult& r = rows.front();
-  out << hwmodels::to_string(*op) << " of " << fixed(r.plan.bytes, 0) << " B over " << gpus
+  out << hwmodels::to_string(*op) << " of " << significant(r.plan.bytes) << " B over " << gpus
       << " GPUs of " << cluster->name << " (" << hwmodels::to_string(r.plan.algorithm) << "/"
       << hwmodels::to_string(r.plan.protocol) << ")\n"
       << "  time   " << fixed(r.time_s * 1e6, 2) << " us\n"

@@ -23,6 +23,8 @@ struct CollectiveCliHooks {
   std::function<bool(const std::string& path, hwmodels::ClusterSpec& cluster,
                      std::vector<std::string>& notes, std::string& error)>
       profile;
+  /// The longest time the simulation's clock holds, in words ("about 106 days").
+  std::string clock_limit;
 };
 
 /// `podsim collective --cluster PRESET [--op all_reduce] [--bytes 1GiB]
@@ -31,7 +33,8 @@ struct CollectiveCliHooks {
 /// "collective". Every hook must be set.
 /// Prints time, algbw and busbw (nccl-tests definitions), or an nccl-tests
 /// style table with --sweep. Exit status: 0 ok, 2 bad input (message on
-/// `err`), 1 internal failure.
+/// `err`: a size or cluster the simulation cannot take, or a collective
+/// longer than its clock holds).
 int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hooks,
                            std::ostream& out, std::ostream& err);
 

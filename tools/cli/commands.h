@@ -47,7 +47,8 @@ int calibrate_command(const std::vector<std::string>& args, CommandIo& io);
 // `podsim execute` (execute.cc).
 int execute_command(const std::vector<std::string>& args, CommandIo& io);
 
-/// Prints each problem as "podsim: <label>: /path: message (hint)".
+/// Prints each problem as "podsim: <label>: /path: message (hint)", then its
+/// excerpt (the input line with a caret under the fault), if it has one.
 void print_problems(std::ostream& err, std::string_view label,
                     const std::vector<scenarios::Problem>& problems);
 
@@ -63,6 +64,12 @@ std::optional<int> parse_arguments(
     const boost::program_options::positional_options_description& positional,
     const std::vector<std::string>& args, boost::program_options::variables_map& values,
     CommandIo& io);
+/// The first option of `values` given an empty value ("--trace ''"), a
+/// mistake never to be read as "not given"; nullopt if none.
+std::optional<std::string> option_with_empty_value(
+    const boost::program_options::variables_map& values,
+    const boost::program_options::options_description& options);
+
 /// parse_arguments for a command that takes `visible` options and at most
 /// one positional FILE, read back as values["file"].
 std::optional<int> parse_file_arguments(std::string_view command, std::string_view usage,

@@ -11,7 +11,19 @@ void print_problems(std::ostream& err, std::string_view label,
                     const std::vector<scenarios::Problem>& problems) {
   for (const scenarios::Problem& problem : problems) {
     err << "podsim: " << label << ": " << problem.to_string() << "\n";
+    if (!problem.excerpt.empty()) err << problem.excerpt << "\n";
   }
+}
+
+std::optional<std::string> option_with_empty_value(const po::variables_map& values,
+                                                   const po::options_description& options) {
+  for (const auto& [name, value] : values) {
+    const po::option_description* option = options.find_nothrow(name, false);
+    const bool takes_value = option != nullptr && option->semantic()->max_tokens() > 0;
+    const auto* text = boost::any_cast<std::string>(&value.value());
+    if (takes_value && text != nullptr && text->empty() && !value.defaulted()) return name;
+  }
+  return std::nullopt;
 }
 
 std::optional<int> parse_arguments(std::string_view command, std::string_view usage,
@@ -33,6 +45,13 @@ std::optional<int> parse_arguments(std::string_view command, std::string_view us
       return kExitOk;
     }
     po::notify(values);
+    if (const std::optional<std::string> empty = option_with_empty_value(values, all)) {
+      io.err << "podsim " << command << ": "
+             << (*empty == "file" ? std::string("the file name is empty")
+                                  : "--" + *empty + " needs a value, got an empty one")
+             << "\nusage: " << usage << "\n";
+      return kExitBadInput;
+    }
   } catch (const po::error& error) {
     io.err << "podsim " << command << ": " << error.what() << "\n"
            << "usage: " << usage << "\n"

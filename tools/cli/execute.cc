@@ -11,12 +11,10 @@
 #include "hwmodels/gpu_model.h"
 #include "scenarios/execute/execute_plan.h"
 #include "scenarios/input/reader.h"
+#include "scenarios/input/schema.h"
 #include "scenarios/step/profile_fit.h"
 #include "tools/cli/commands.h"
-
-#if PODSIM_HAVE_CUDA
-#include "calibration/cuda/execute_runner.h"
-#endif
+#include "tools/cli/cuda_module.h"
 
 namespace podsim::cli {
 
@@ -25,6 +23,9 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr int kExitChecksFailed = 4;
+/// Timed or warm-up passes past this are a typo (each is a whole forward
+/// and backward of the GPU's layers).
+constexpr int kMaxPasses = 10000;
 
 constexpr const char* kUsage =
     "podsim execute SCENARIO [--layers N] [--json] [--report FILE] [--check] [--dry-run] "
@@ -110,7 +111,13 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   o.file = values["file"].as<std::string>();
   if (values.count("layers") != 0) {
     o.layers = values["layers"].as<int64_t>();
-    if (*o.layers < 1) return usage_error(io, "--layers needs a number of layers >= 1");
+    // The range a scenario's /model/layers has: past it, counts and times overflow.
+    const auto max_layers = static_cast<int64_t>(
+        scenarios::find_decl(scenarios::scenario_keys(), "/model/layers")->max);
+    if (*o.layers < 1 || *o.layers > max_layers) {
+      return usage_error(
+          io, "--layers needs a number of layers from 1 to " + std::to_string(max_layers));
+    }
   }
   o.json = values.count("json") != 0;
   o.check = values.count("check") != 0;
@@ -118,8 +125,12 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   o.passes = values["passes"].as<int>();
   o.warmup = values["warmup"].as<int>();
   o.device = values["device"].as<int>();
-  if (o.passes < 1) return usage_error(io, "--passes needs a number >= 1");
-  if (o.warmup < 0) return usage_error(io, "--warmup needs a number >= 0");
+  if (o.passes < 1 || o.passes > kMaxPasses) {
+    return usage_error(io, "--passes needs a number from 1 to " + std::to_string(kMaxPasses));
+  }
+  if (o.warmup < 0 || o.warmup > kMaxPasses) {
+    return usage_error(io, "--warmup needs a number from 0 to " + std::to_string(kMaxPasses));
+  }
   if (o.device < 0) return usage_error(io, "--device needs a device number >= 0");
   if (o.check && o.dry_run) return usage_error(io, "--check needs a GPU; --dry-run uses none");
   if (values.count("report") != 0) {
@@ -161,12 +172,13 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
     const int status = print_report(calibration::compare(plan, nullptr), o, io);
     return status >= 0 ? status : kExitOk;
   }
-#if !PODSIM_HAVE_CUDA
-  io.err << "no CUDA device: this podsim was built without CUDA support (nvcc was not found, or "
-            "PODSIM_ENABLE_CUDA was OFF, when it was configured)\n";
-  return kExitNoDevice;
-#else
-  const std::string reason = calibration::gpu::device_unavailable_reason();
+  std::string why_not;
+  const calibration::gpu::CudaModule* cuda = cuda_module(why_not);
+  if (cuda == nullptr) {
+    io.err << "no CUDA device: " << why_not << "\n";
+    return kExitNoDevice;
+  }
+  const std::string reason = cuda->device_unavailable_reason();
   if (!reason.empty()) {
     io.err << "no CUDA device: " << reason << "\n";
     return kExitNoDevice;
@@ -186,7 +198,7 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   };
   calibration::ExecMeasurement measured;
   try {
-    measured = calibration::gpu::run_execute(plan, setup.value().check, run);
+    measured = cuda->run_execute(plan, setup.value().check, run);
   } catch (const calibration::gpu::NoDeviceError& e) {
     io.err << "no CUDA device: " << e.what() << "\n";
     return kExitNoDevice;
@@ -198,7 +210,6 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
   const int status = print_report(report, o, io);
   if (status >= 0) return status;
   return report.all_checks_passed() ? kExitOk : kExitChecksFailed;
-#endif
 }
 
 }  // namespace podsim::cli

@@ -35,6 +35,8 @@ namespace {
 
 /// More worker threads than this is a typo, not a machine.
 constexpr int64_t kMaxJobs = 4096;
+/// More plans than this is no ranking to read (--no-bounds simulates them all).
+constexpr int64_t kMaxTop = 10000;
 /// glibc's largest allowed mmap threshold (32 MiB on 64-bit) and a trim
 /// threshold well above a sweep's working set.
 constexpr int kMallocMmapThresholdBytes = 32 << 20;
@@ -135,30 +137,57 @@ std::vector<std::string> split_names(const std::string& text) {
   return out;
 }
 
-/// A one-line progress bar on a terminal: plans done, rate, time left.
-class ProgressBar {
+/// "1:05" (minutes and seconds), "1:02:05" past an hour, "?" when unknown.
+std::string clock_text(double seconds) {
+  if (seconds < 0) return "?";
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600) {
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lld:%02lld", s / 60, s % 60);
+  }
+  return text;
+}
+
+/// The sweep's progress on standard error: on a terminal a bar redrawn in
+/// place (plans settled, plans simulated, time left); otherwise, for logs and
+/// pipes, one line every few seconds. The time left comes from the sweep and
+/// never climbs (SweepProgressInfo::seconds_left).
+class ProgressReport {
  public:
-  explicit ProgressBar(std::ostream& err) : err_(err), start_(Clock::now()), last_(start_) {}
-  void update(uint64_t done, uint64_t total) {
+  ProgressReport(std::ostream& err, bool terminal)
+      : err_(err), terminal_(terminal), start_(Clock::now()), last_(start_) {}
+  void update(const scenarios::SweepProgressInfo& info) {
     const Clock::time_point now = Clock::now();
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    const auto interval = terminal_ ? std::chrono::milliseconds(100) : std::chrono::seconds(5);
+    if (info.done < info.total && now - last_ < interval) return;
+    if (!terminal_ && info.done >= info.total) return;  // the summary line follows
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
-    const double left = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
-    constexpr int kWidth = 30;
-    const int filled =
-        total > 0
-            ? static_cast<int>(kWidth * static_cast<double>(done) / static_cast<double>(total))
-            : kWidth;
-    char line[160];
-    std::snprintf(line, sizeof line, "\rsweep [%s%s] %llu/%llu plans  %.0f plans/s  %d:%02d left ",
-                  std::string(static_cast<size_t>(filled), '#').c_str(),
-                  std::string(static_cast<size_t>(kWidth - filled), '-').c_str(),
-                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                  rate, static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+    char line[200];
+    if (terminal_) {
+      constexpr int kWidth = 30;
+      const int filled = info.total > 0 ? static_cast<int>(kWidth * static_cast<double>(info.done) /
+                                                           static_cast<double>(info.total))
+                                        : kWidth;
+      std::snprintf(
+          line, sizeof line, "\rsweep [%s%s] %llu/%llu plans, %llu simulated, %s left ",
+          std::string(static_cast<size_t>(filled), '#').c_str(),
+          std::string(static_cast<size_t>(kWidth - filled), '-').c_str(),
+          static_cast<unsigned long long>(info.done), static_cast<unsigned long long>(info.total),
+          static_cast<unsigned long long>(info.simulated), clock_text(info.seconds_left).c_str());
+      err_ << line << std::flush;
+      shown_ = true;
+      return;
+    }
+    std::snprintf(line, sizeof line,
+                  "podsim sweep: %llu/%llu plans settled, %llu simulated, %s elapsed, %s left\n",
+                  static_cast<unsigned long long>(info.done),
+                  static_cast<unsigned long long>(info.total),
+                  static_cast<unsigned long long>(info.simulated), clock_text(elapsed).c_str(),
+                  clock_text(info.seconds_left).c_str());
     err_ << line << std::flush;
-    shown_ = true;
   }
   void finish() {
     if (shown_) err_ << "\n";
@@ -167,6 +196,7 @@ class ProgressBar {
  private:
   using Clock = std::chrono::steady_clock;
   std::ostream& err_;
+  bool terminal_;
   Clock::time_point start_, last_;
   bool shown_ = false;
 };
@@ -190,7 +220,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
                         "GPU counts to try (default: the scenario's)")(
       "gpu-types", po::value<std::string>()->value_name("NAME,..."),
       "GPU presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200 (default: the scenario's)")(
-      "top", po::value<size_t>()->default_value(10)->value_name("K"),
+      "top", po::value<int64_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
       "tokens", po::value<double>()->value_name("N"),
       "tokens to train, for the time and cost columns (default: the scenario's run.tokens, "
@@ -208,7 +238,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "no-bounds", "simulate every plan that can fit (slow; the same top K)")(
       "exact-rank",
       "also simulate every plan that may beat the scenario's own plan, so its rank is exact")(
-      "quiet", "no progress bar");
+      "quiet", "no progress display");
   po::variables_map values;
   if (const std::optional<int> status = parse_file_arguments(
           "sweep",
@@ -292,7 +322,15 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   }
 
   scenarios::SweepOptions options;
-  options.top_k = values["top"].as<size_t>();
+  // Signed, then range-checked: Program_options reads "-1" as 2^64-1 for an
+  // unsigned option, and a top K that large turns the bounds off.
+  const int64_t top = values["top"].as<int64_t>();
+  if (top < 1 || top > kMaxTop) {
+    problems.push_back(
+        {"--top", "must be between 1 and " + std::to_string(kMaxTop), "e.g. --top 10"});
+  } else {
+    options.top_k = static_cast<size_t>(top);
+  }
   options.tokens = values.count("tokens") != 0 ? values["tokens"].as<double>()
                                                : scenario.run.tokens.value_or(1e12);
   // Read as a signed number: Program_options turns "-1" into 4294967295 for
@@ -317,7 +355,6 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       problems.push_back({"--micro-batches", "every size must be at least 1", "e.g. 1,2,4"});
     }
   }
-  if (options.top_k < 1) problems.push_back({"--top", "must be at least 1", ""});
   if (!(options.tokens > 0) || !std::isfinite(options.tokens)) {
     problems.push_back({"--tokens", "must be a positive number of tokens", "e.g. 1e12"});
   }
@@ -346,16 +383,17 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   options.partition_rank = world.rank();
   options.partition_size = world.size();
   options.exchange = [&world](const std::string& mine) { return world.all_gather(mine); };
-  const bool show_progress = leader && values.count("quiet") == 0 && isatty(STDERR_FILENO) != 0;
-  ProgressBar bar(io.err);
-  if (show_progress) {
-    options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+  ProgressReport progress(io.err, isatty(STDERR_FILENO) != 0);
+  if (leader && values.count("quiet") == 0) {
+    options.progress = [&progress](const scenarios::SweepProgressInfo& info) {
+      progress.update(info);
+    };
   }
   const auto start = std::chrono::steady_clock::now();
   scenarios::Result<scenarios::SweepOutcome> run = scenarios::run_sweep(scenario, targets, options);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  bar.finish();
+  progress.finish();
   if (!run.ok()) {
     print_problems(out_io.err, "sweep", run.problems());
     return kExitBadInput;

@@ -1,6 +1,7 @@
 // podsim validate FILE [--json] [--profile FILE]
 #include <ostream>
 
+#include "calibration/profile.h"
 #include "scenarios/report/validation_report.h"
 #include "scenarios/step/simulate.h"
 #include "scenarios/validate/validation.h"
@@ -41,7 +42,17 @@ int validate_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(io.err, file, c.problems);
   }
   scenarios::SimulateOptions options;
-  if (values.count("profile") != 0) options.profile_path = values["profile"].as<std::string>();
+  if (values.count("profile") != 0) {
+    options.profile_path = values["profile"].as<std::string>();
+    // One unreadable profile is one problem, said once: not the same failure
+    // in every case of the table.
+    try {
+      (void)calibration::read_profile(options.profile_path);
+    } catch (const calibration::ProfileError& e) {
+      io.err << "podsim validate: --profile: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+  }
   const scenarios::ValidationSummary summary = scenarios::run_validation(
       cases.value(),
       [&](const scenarios::ScenarioSpec& spec) { return scenarios::simulate(spec, options); });

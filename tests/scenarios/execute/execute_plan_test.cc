@@ -107,9 +107,11 @@ TEST(ExecutePlan, PredictionsAddUpToTheStepSimulationsWorkCost) {
     const bool forward = name == "forward 20 layers", backward = name == "backward 20 layers";
     if (!forward && !backward) continue;
     const ExecPhase phase = forward ? ExecPhase::kForward : ExecPhase::kBackward;
+    // Attention aside: the plan prices podsim's own flash kernel, the step
+    // the framework's (megatron-core's cuDNN attention on H100).
     double compute = 0, comm = 0;
     for (const ExecOp& op : plan.layer_ops) {
-      if (op.phase != phase) continue;
+      if (op.phase != phase || op.op_class == OpClass::kAttention) continue;
       (op.op_class == OpClass::kCollective ? comm : compute) +=
           op.predicted_s * static_cast<double>(op.count * plan.layers);
     }
@@ -119,7 +121,9 @@ TEST(ExecutePlan, PredictionsAddUpToTheStepSimulationsWorkCost) {
     // The plan prices each op alone; the step adds what compute paired with a
     // collective loses to the NCCL kernel's SMs (backward only: forward TP
     // collectives are not overlapped).
-    EXPECT_NEAR(cost.compute_s - cost.comm_contention_s, compute, 1e-9 * compute) << name;
+    EXPECT_NEAR(cost.compute_s - cost.comm_contention_s - cost.attention_s, compute, 1e-9 * compute)
+        << name;
+    EXPECT_GT(cost.attention_s, 0.0) << name;
     EXPECT_EQ(cost.comm_contention_s > 0, backward) << name;
     if (forward) {
       // overlap_tp is off: every forward TP collective is exposed.

@@ -77,11 +77,78 @@ TEST(JsonText, InvalidUtf8AndBinaryJunk) {
   }
 }
 
-TEST(JsonText, NumberOverflowIsAProblem) {
-  const Result<nlohmann::json> parsed = parse_json_text(R"({"model": {"layers": 1e400}})");
+TEST(JsonText, NumberBeyondADoubleIsOutOfRangeNotInvalid) {
+  for (const char* number : {"1e400", "-1e999"}) {
+    const Result<nlohmann::json> parsed =
+        parse_json_text(std::string(R"({"model": {"layers": )") + number + "}}");
+    ASSERT_FALSE(parsed.ok());
+    const Problem& p = parsed.problems().front();
+    EXPECT_EQ(p.path, "/model/layers");
+    EXPECT_NE(p.message.find(std::string("the number ") + number + " is out of range"),
+              std::string::npos)
+        << p.message;
+    EXPECT_EQ(p.message.find("invalid JSON"), std::string::npos) << p.message;
+    EXPECT_EQ(p.message.find("json.exception"), std::string::npos) << p.message;
+  }
+}
+
+TEST(JsonText, SyntaxErrorsKeepTheWholeReasonAndShowACaret) {
+  // The reason used to be cut at 60 bytes ("...; expe...") and carried
+  // nlohmann's "[json.exception.parse_error.101]".
+  const std::string text =
+      "{\n  \"model\": \"llama3-8b\",\n  \"training\": {\"seq_len\": 4096,}\n}";
+  const Result<nlohmann::json> parsed = parse_json_text(text);
   ASSERT_FALSE(parsed.ok());
-  EXPECT_EQ(parsed.problems().front().path, "/model/layers");
-  EXPECT_NE(parsed.problems().front().message.find("number overflow"), std::string::npos);
+  const Problem& p = parsed.problems().front();
+  EXPECT_EQ(p.message.find("json.exception"), std::string::npos) << p.message;
+  EXPECT_EQ(p.message.find("..."), std::string::npos) << p.message;
+  // The '}' is the 32nd byte of line 3.
+  EXPECT_NE(p.message.find("invalid JSON at line 3, column 32: syntax error while parsing object "
+                           "key - unexpected '}'; expected string literal"),
+            std::string::npos)
+      << p.message;
+  const std::string line = "    \"training\": {\"seq_len\": 4096,}";  // indented by 2
+  EXPECT_EQ(p.excerpt, line + "\n" + std::string(line.find('}'), ' ') + "^");
+}
+
+TEST(JsonText, TheCaretStaysUnderTheByteInLongAndUnprintableLines) {
+  const std::string text = "{\"name\": \"" + std::string(200, 'x') + "\x01\"}";
+  const Result<nlohmann::json> parsed = parse_json_text(text);
+  ASSERT_FALSE(parsed.ok());
+  const std::string& excerpt = parsed.problems().front().excerpt;
+  const size_t newline = excerpt.find('\n');
+  ASSERT_NE(newline, std::string::npos) << excerpt;
+  const std::string line = excerpt.substr(0, newline);
+  const std::string caret = excerpt.substr(newline + 1);
+  EXPECT_LT(line.size(), 100u) << line;  // a window, not the whole line
+  EXPECT_EQ(line.substr(0, 5), "  ...") << line;
+  EXPECT_EQ(line.substr(caret.size() - 1, 4), "\\x01") << line << "\n" << caret;
+  EXPECT_EQ(caret.back(), '^');
+}
+
+TEST(JsonText, AnUnterminatedHugeStringIsNotRepeatedInTheMessage) {
+  const std::string text = "{\"name\": \"" + std::string(1 << 20, 'y');
+  const Result<nlohmann::json> parsed = parse_json_text(text);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_LT(parsed.problems().front().message.size(), 400u);
+  EXPECT_LT(parsed.problems().front().excerpt.size(), 200u);
+}
+
+TEST(JsonText, RepeatedDuplicateKeysAreOneProblemAndManyAreCapped) {
+  std::string same = "{";
+  for (int i = 0; i < 50000; ++i) same += std::string(i ? "," : "") + "\"name\": 1";
+  const Result<nlohmann::json> one = parse_json_text(same + "}");
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.problems().size(), 1u);
+  std::string distinct = "{";
+  for (int i = 0; i < 25000; ++i) {
+    const std::string key = "\"k" + std::to_string(i) + "\"";
+    distinct += std::string(i ? "," : "") + key + ": 1, " + key + ": 2";
+  }
+  const Result<nlohmann::json> many = parse_json_text(distinct + "}");
+  ASSERT_FALSE(many.ok());
+  EXPECT_EQ(many.problems().size(), kMaxProblems + 1);
+  EXPECT_NE(many.problems().back().message.find("more problems"), std::string::npos);
 }
 
 TEST(JsonText, SizeLimit) {

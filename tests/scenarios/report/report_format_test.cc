@@ -67,7 +67,8 @@ TEST(ReportFormat, ReadingBackNamesMissingAndMistypedKeys) {
 TEST(ReportFormat, TextHasUnitsAndEveryTerm) {
   const std::string text = format_report_text(sample_report());
   for (const char* expected :
-       {"12.35 s", "412 TFLOP/s", "MFU 41.6%", "HFU 43.5%", "61.2 GiB of 80.0 GiB (fits)",
+       {"12.35 s", "412 TFLOP/s", "MFU 41.6%", "HFU 43.5%", "61.2 GiB reserved",
+        "62.4 GiB of 80.0 GiB (fits)", "temporaries", "cached", "outside", "2.7 GiB",
         "exposed DP comm", "1.00 s", "8.1%", "pipeline bubble", "750.00 ms", "6.1%",
         "16384 (symmetric simulation, 16 ranks simulated", "- second", "datasheet"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;

@@ -26,11 +26,18 @@ inline Report sample_report() {
   r.breakdown.exposed_comm = {0.5, 0.125, 0.0625, 1.0, 0.03125};
   r.breakdown.bubble = 0.75;
   r.breakdown.optimizer = 0.1;
+  r.breakdown.compute_split = {6.5, 1.5, 1.25, 0.25, 0.1, 0.25};  // adds up to 9.85
   r.memory_capacity_bytes = 80 * kGiB;
   r.memory_peak_bytes = 61.2 * kGiB;
+  r.memory_device_peak_bytes = 62.4 * kGiB;
+  r.memory_counter = "reserved";
   r.memory_fits = true;
-  r.per_stage = {{0, 10 * kGiB, 5 * kGiB, 2 * kGiB, 40 * kGiB, 4.2 * kGiB, 61.2 * kGiB},
-                 {1, 10 * kGiB, 5 * kGiB, 2 * kGiB, 30 * kGiB, 4.2 * kGiB, 51.2 * kGiB}};
+  // stage, weights, grads, optimizer, activations, temporaries, allocated,
+  // reserved, outside the allocator, peak (= reserved), device.
+  r.per_stage = {{0, 10 * kGiB, 5 * kGiB, 2 * kGiB, 40 * kGiB, 1.5 * kGiB, 58.6 * kGiB, 61.2 * kGiB,
+                  1.2 * kGiB, 61.2 * kGiB, 62.4 * kGiB},
+                 {1, 10 * kGiB, 5 * kGiB, 2 * kGiB, 30 * kGiB, 1.25 * kGiB, 48.4 * kGiB, 50 * kGiB,
+                  1.2 * kGiB, 50 * kGiB, 51.2 * kGiB}};
   r.gpus = 16384;
   r.critical_stage = 0;
   r.simulation_mode = "symmetric";

@@ -49,6 +49,16 @@ TEST(StepSimulation, BreakdownAddsUpToTheStepTime) {
   }
   const Report llama = simulate_ok(read_default_scenario().value());
   EXPECT_NEAR(parts(llama), llama.step_time_s, 1e-9 * llama.step_time_s);
+  // The compute stream's busy time splits into kernel kinds, host waits,
+  // the optimizer and what NCCL's SMs took.
+  const Breakdown& b = llama.breakdown;
+  const ComputeSplit& c = b.compute_split;
+  EXPECT_NEAR(c.gemm + c.attention + c.memory_bound + c.host_idle + c.optimizer + c.comm_contention,
+              b.compute + b.recompute + b.optimizer, 1e-9 * llama.step_time_s);
+  EXPECT_GT(c.gemm, c.attention);  // 405B at 8K tokens: the GEMMs dominate
+  EXPECT_GT(c.attention, 0.0);
+  EXPECT_GT(c.memory_bound, 0.0);
+  EXPECT_GE(c.comm_contention, 0.0);
 }
 
 TEST(StepSimulation, GpipeAndOneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
@@ -202,6 +212,26 @@ TEST(StepSimulation, DefaultScenarioMfuIsInTheBandTheLlama3PaperMeasured) {
   const Report r = simulate_ok(read_default_scenario().value());
   EXPECT_GE(r.mfu, 0.35);
   EXPECT_LE(r.mfu, 0.45);
+}
+
+TEST(StepSimulation, DefaultScenarioFitsBecauseFsdpGradientsComeAfterTheWarmUp) {
+  // Llama 3 paper section 3.3.2: no activation checkpointing, and FSDP that
+  // shards optimizer states and gradients (fp32, accumulated over
+  // micro-batches). 16 micro-batches on 16 stages: stages 0-7 run all their
+  // forwards before their first backward, so their activations peak while
+  // only the first chunk's gradients exist. Megatron's standing gradient
+  // buffers hold both chunks' all step, and then the plan does not fit.
+  const ScenarioSpec fsdp_spec = read_default_scenario().value();
+  ScenarioSpec standing_spec = fsdp_spec;
+  standing_spec.software.memory = strategies::MemoryPolicy{};  // megatron-core's
+  const Report fsdp = simulate_ok(fsdp_spec);
+  const Report standing = simulate_ok(standing_spec);
+  EXPECT_TRUE(fsdp.memory_fits) << fsdp.memory_device_peak_bytes;
+  EXPECT_FALSE(standing.memory_fits) << standing.memory_device_peak_bytes;
+  // Stage 1 has two chunks of 4 layers: one chunk's gradients at the peak.
+  EXPECT_NEAR(fsdp.per_stage[1].grads / standing.per_stage[1].grads, 0.5, 0.01);
+  // Where memory lives does not move time.
+  EXPECT_EQ(fsdp.step_time_s, standing.step_time_s);
 }
 
 }  // namespace

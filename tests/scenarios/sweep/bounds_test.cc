@@ -11,6 +11,7 @@
 
 #include "scenarios/step/profile_fit.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/sweep.h"
 #include "tests/scenarios/step/synthetic_profile.h"
 #include "tests/scenarios/sweep/sweep_test_util.h"
@@ -41,10 +42,10 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
   Result<CalibratedHardware> hardware = calibrated_hardware(on_target, "");
   EXPECT_TRUE(hardware.ok());
   if (!hardware.ok()) return out;
-  PlanBounds bounds(hardware.value());
+  PlanBounds bounds(hardware.value(), kernel_implementation(spec));
   for (size_t i = offset; i < plans.size(); i += stride) {
     const SweepCandidate& c = plans[i];
-    strategies::Job job{spec.model, spec.training, c.plan, spec.options};
+    strategies::Job job = job_of(spec, c.plan);
     job.training.micro_batch = c.micro_batch;
     const PlanBounds::Bounds quick = bounds.quick(job);
     const PlanBounds::Bounds refined = bounds.refined(job);
@@ -58,8 +59,8 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
     ++out.plans;
     out.quick_pruned += quick.can_fit ? 0 : 1;
     out.refined_pruned += refined.can_fit ? 0 : 1;
-    EXPECT_LE(quick.memory_bytes, report.memory_peak_bytes) << what;
-    EXPECT_LE(refined.memory_bytes, report.memory_peak_bytes) << what;
+    EXPECT_LE(quick.memory_bytes, report.memory_device_peak_bytes) << what;
+    EXPECT_LE(refined.memory_bytes, report.memory_device_peak_bytes) << what;
     if (!quick.can_fit || !refined.can_fit) {
       EXPECT_FALSE(report.memory_fits) << what << ": pruned but fits";
     }
@@ -75,7 +76,7 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
         memory_lower_bound_per_stage(job, targets.front().cluster.gpu);
     EXPECT_EQ(per_stage.size(), report.per_stage.size());
     for (size_t s = 0; s < per_stage.size() && s < report.per_stage.size(); ++s) {
-      EXPECT_LE(per_stage[s], report.per_stage[s].peak) << what << " stage " << s;
+      EXPECT_LE(per_stage[s], report.per_stage[s].device) << what << " stage " << s;
     }
   }
   return out;

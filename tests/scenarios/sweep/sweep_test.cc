@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <string>
 #include <tuple>
@@ -92,6 +93,26 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
                              p.shard_group)
                     .second);
   }
+}
+
+TEST(SweepEnumeration, PlansWithMoreMicroBatchesThanASimulationTakesAreLeftOut) {
+  // 2^20 sequences on 16 GPUs: only dp x micro_batch >= 16 leaves at most
+  // 65,536 micro-batches per pipeline. The rest used to reach the bounds,
+  // each laying out a pipeline order of millions of slots.
+  const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan, "\"h100-sxm-80g\"", 1 << 20));
+  const std::vector<SweepCandidate> plans = enumerate_plans(spec, own_target(spec), {});
+  ASSERT_FALSE(plans.empty());
+  bool saw_dp16 = false;
+  for (const SweepCandidate& c : plans) {
+    EXPECT_GE(c.plan.dp * c.micro_batch, 16) << c.plan.dp << " x " << c.micro_batch;
+    saw_dp16 = saw_dp16 || c.plan.dp == 16;
+  }
+  EXPECT_TRUE(saw_dp16);
+  // 2^30 sequences leave no plan: the sweep says why, at the batch.
+  const ScenarioSpec huge = read_ok(small_scenario(2, 16, kPlan, "\"h100-sxm-80g\"", 1 << 30));
+  const Result<SweepOutcome> r = run_sweep(huge, own_target(huge), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.problems().front().path, "/training/global_batch");
 }
 
 TEST(SweepTargets, SwappingTheGpuKeepsTheNetworkAndTakesItsNvlink) {
@@ -216,6 +237,42 @@ TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
   EXPECT_GE(*with.baseline->rank_worst, *without.baseline->rank);
   ASSERT_TRUE(without.baseline->index.has_value());
   EXPECT_EQ(without.ranked[*without.baseline->rank - 1].index, *without.baseline->index);
+}
+
+TEST_F(SmallSweep, ProgressCountsUpAndItsTimeLeftNeverClimbs) {
+  options_.space.micro_batches = {1};
+  options_.jobs = 1;
+  options_.simulate_per_round = 2;  // many rounds, so many estimates
+  struct Seen {
+    SweepProgressInfo info;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Seen> seen;
+  options_.progress = [&seen](const SweepProgressInfo& info) {
+    seen.push_back({info, std::chrono::steady_clock::now()});
+  };
+  const SweepOutcome out = sweep_ok(spec_, own_target(spec_), options_);
+  ASSERT_GT(out.plans_simulated, 2u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().info.done, out.plans_total);
+  EXPECT_EQ(seen.back().info.simulated, out.plans_simulated);
+  bool estimated = false;
+  for (size_t k = 1; k < seen.size(); ++k) {
+    const SweepProgressInfo& before = seen[k - 1].info;
+    const SweepProgressInfo& now = seen[k].info;
+    EXPECT_GT(now.done, before.done);
+    EXPECT_GE(now.simulated, before.simulated);
+    EXPECT_EQ(now.total, out.plans_total);
+    if (before.seconds_left < 0) continue;
+    estimated = true;
+    // Once estimated, never unknown again, and never more than the previous
+    // value counted down by the time between the two reports.
+    const double between = std::chrono::duration<double>(seen[k].at - seen[k - 1].at).count();
+    EXPECT_GE(now.seconds_left, 0.0) << "report " << k;
+    EXPECT_LE(now.seconds_left, std::max(0.0, before.seconds_left - between) + 1e-3)
+        << "report " << k;
+  }
+  EXPECT_TRUE(estimated);
 }
 
 TEST_F(SmallSweep, CostAndParetoFront) {

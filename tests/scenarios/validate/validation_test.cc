@@ -96,6 +96,37 @@ TEST(ValidationSummary, SignedErrorsAndMapes) {
   EXPECT_EQ(worst_cases(s, 5), (std::vector<size_t>{0, 1}));
 }
 
+TEST(ValidationSummary, FamiliesAndSoftwarePresets) {
+  EXPECT_EQ(case_family("dgxc_gpt3_175b_128gpu_bf16"), "dgxc_gpt3");
+  EXPECT_EQ(case_family("megatron_sc21_t2_zero3_174p6B_384gpu"), "megatron_sc21");
+  EXPECT_EQ(case_family("nemo2407_LLAMA2-7B_8gpu_fp8"), "nemo2407");
+  EXPECT_EQ(case_family("korthikanti22_22B_selective_sp"), "korthikanti22");
+  EXPECT_EQ(case_family("single"), "single");
+  std::vector<ValidationCase> cases = three_cases();
+  cases[0].id = "fam_a_1";
+  cases[1].id = "fam_a_2";
+  cases[1].scenario->software.name = "torchtitan";
+  // A case that measured only MFU counts in step-time sense: an MFU 20%
+  // low is a step 1/0.8 - 1 = 25% long.
+  cases.push_back(cases[0]);
+  cases.back().id = "fam_b_1";
+  cases.back().measured = {};
+  cases.back().measured.mfu = 0.5;
+  const ValidationSummary s = run_validation(cases, fake_simulate);
+  ASSERT_EQ(s.families.size(), 2u);  // the broken case has no error
+  EXPECT_EQ(s.families[0].name, "fam_a");
+  EXPECT_EQ(s.families[0].cases, 2u);
+  EXPECT_DOUBLE_EQ(s.families[0].mape, 0.75);
+  EXPECT_DOUBLE_EQ(s.families[0].mean_signed, 0.25);  // (+1.0 - 0.5) / 2
+  EXPECT_EQ(s.families[0].within_10pct, 0u);
+  EXPECT_NEAR(s.families[1].mean_signed, 0.25, 1e-12);
+  ASSERT_EQ(s.software.size(), 2u);
+  EXPECT_EQ(s.software[0].name, "megatron-core");  // the default preset
+  EXPECT_EQ(s.software[0].cases, 2u);
+  EXPECT_EQ(s.software[1].name, "torchtitan");
+  EXPECT_DOUBLE_EQ(s.software[1].mean_signed, -0.5);
+}
+
 TEST(Validation, DominantTerm) {
   Report r = sample_report();
   EXPECT_EQ(dominant_term(r).first, "compute");

@@ -1,0 +1,245 @@
+// The element-wise work of a layer as the training framework implements it
+// (SoftwarePolicy::elementwise): norms, residual adds (with dropout),
+// rotary embeddings, the grouped-K/V copy and MLP activations. Bytes are
+// HBM traffic per instance, counted from each implementation's kernels
+// (docs/research/kernels-host-power.md 2.1-2.5):
+// - fused (Transformer Engine, apex, jit fusers; XLA): one kernel per piece,
+//   reading its inputs and writing its outputs once;
+// - eager (PyTorch ops as torchtitan and llm-foundry write them): one kernel
+//   per op, each reading and writing HBM; torchtitan's RMSNorm and RoPE run
+//   in fp32;
+// - compiled (torch.compile per block, XLA): the fused kernels, with the
+//   residual add and the next norm in one kernel and the grouped-K/V copy
+//   folded into the rotary kernel (Inductor fuses every chain between extern
+//   kernels; the block boundary keeps the last add apart).
+#include <string>
+
+#include "strategies/op_builder.h"
+
+namespace podsim::strategies::ops {
+
+namespace {
+
+// torchtitan's RMSNorm in fp32 (torchtitan/models/norms.py l.96-101 @9dec370):
+// float() r2 w4, pow r4 w4, mean r4, +eps, rsqrt (tiny), x*r r4 w4, type_as
+// r4 w2, *weight r2 w2 = 8 kernels, 36 B per element. Backward from the
+// autograd formulas of those ops (weight-mul 12, cast 6, mul 24, mean 4, pow
+// ~28, fp32 grad accumulation 12, final cast 6): ~14 kernels, ~92 B (an
+// estimate to check with torch.profiler, kernels-host-power.md 2.1).
+constexpr double kEagerNormBytes = 36, kEagerNormBwdBytes = 92;
+constexpr int32_t kEagerNormKernels = 8, kEagerNormBwdKernels = 14;
+// RoPE per tensor: float() r2 w4, complex multiply r4 w4, type_as r4 w2 =
+// 3 kernels, 20 B per element (model.py l.108-113); backward the same.
+constexpr double kEagerRopeBytes = 20;
+constexpr int32_t kEagerRopeKernels = 3;
+// SwiGLU eager: silu r2 w2, mul r4 w2 = 2 kernels, 10 B per ffn element;
+// backward ~3 kernels, 18 B (model.py l.253).
+constexpr double kEagerSwigluBytes = 10, kEagerSwigluBwdBytes = 18;
+constexpr int32_t kEagerSwigluBwdKernels = 3;
+
+bool compiled(const Job& job) { return job.software.elementwise.compiled; }
+bool eager(ChainImpl impl, const Job& job) { return impl == ChainImpl::kEager && !compiled(job); }
+
+double hidden_elements(const RankShape& r) { return d(r.norm_tokens) * d(r.hidden); }
+
+}  // namespace
+
+void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+  const double elems = hidden_elements(r);
+  const bool fp32_eager = job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job);
+  Op& op = fp32_eager
+               ? b.memory(name, kEagerNormBytes * elems, norm_flops(job) * elems, kEagerNormKernels)
+               : b.memory(name, 2 * elems * r.e, norm_flops(job) * elems);
+  op.saved_bytes = elems * r.e;
+}
+
+void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+  const double elems = hidden_elements(r);
+  const double flops = kBackwardFlopsFactor * norm_flops(job) * elems;
+  if (job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job)) {
+    b.memory(name, kEagerNormBwdBytes * elems, flops, kEagerNormBwdKernels);
+  } else {
+    b.memory(name, 5 * elems * r.e, flops);
+  }
+}
+
+void residual_forward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+  const double elems = hidden_elements(r);
+  const double flops = (kResidualFlops + (r.dropout ? kDropoutFlops : 0.0)) * elems;
+  // Fused bias-dropout-add reads two tensors and writes one (and the mask);
+  // eager, the dropout is a kernel of its own before the add.
+  const bool eager_ops = eager(job.software.elementwise.residual, job) && r.dropout;
+  const double dropout_pass = eager_ops ? 2 * elems * r.e : 0.0;
+  Op& op = b.memory(name, 3 * elems * r.e + (r.dropout ? elems : 0.0) + dropout_pass, flops,
+                    eager_ops ? 2 : 1);
+  op.saved_bytes = r.dropout ? elems : 0.0;
+}
+
+void residual_backward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+  const double elems = hidden_elements(r);
+  const bool eager_ops = eager(job.software.elementwise.residual, job);
+  // Eager autograd adds the two branches' gradients at the residual's fork
+  // (read 2, write 1); fused kernels fold that into the norm's backward.
+  const double sum = eager_ops ? 3 * elems * r.e : 0.0;
+  const double dropout = r.dropout ? elems * (2 * r.e + 1) : 0.0;
+  const int32_t kernels = (eager_ops ? 1 : 0) + (r.dropout ? 1 : 0);
+  if (kernels == 0) return;  // the gradient passes to both branches unchanged
+  b.memory(name, sum + dropout, kDropoutFlops * elems, kernels);
+}
+
+void residual_norm_forward(const Job& job, const RankShape& r, Builder& b, const char* residual,
+                           const char* norm) {
+  if (!compiled(job)) {
+    residual_forward(job, r, b, residual);
+    norm_forward(job, r, b, norm);
+    return;
+  }
+  // One kernel: read x and the block output, write the sum and its norm.
+  const double elems = hidden_elements(r);
+  const double flops =
+      (kResidualFlops + (r.dropout ? kDropoutFlops : 0.0) + norm_flops(job)) * elems;
+  Op& op = b.memory(std::string(residual) + "_" + norm, 4 * elems * r.e + (r.dropout ? elems : 0.0),
+                    flops);
+  op.saved_bytes = elems * r.e + (r.dropout ? elems : 0.0);
+}
+
+namespace {
+
+/// Elements of the rotated q and k, and of a K (or V) tensor before and
+/// after the copy to the full head count.
+struct RopeSizes {
+  double qk = 0, kv = 0, full = 0;
+  bool repeat = false;
+};
+RopeSizes rope_sizes(const Job& job, const RankShape& r) {
+  RopeSizes s;
+  const double tokens = d(r.tokens), dh = d(r.head_dim);
+  s.qk = tokens * d(r.heads + r.kv_heads) * dh;
+  s.kv = tokens * d(r.kv_heads) * dh;
+  s.full = tokens * d(r.heads) * dh;
+  s.repeat = job.software.elementwise.repeat_kv && r.kv_heads < r.heads;
+  return s;
+}
+
+}  // namespace
+
+void rope_forward(const Job& job, const RankShape& r, Builder& b) {
+  if (r.learned_positions) return;
+  const RopeSizes s = rope_sizes(job, r);
+  const bool eager_ops =
+      job.software.elementwise.rope == RopeImpl::kEagerFp32Complex && !compiled(job);
+  if (eager_ops) {
+    b.memory("rope", kEagerRopeBytes * s.qk, kRopeFlops * s.qk, 2 * kEagerRopeKernels);
+  } else {
+    b.memory("rope", 2 * s.qk * r.e, kRopeFlops * s.qk);
+  }
+  if (!s.repeat) return;
+  if (compiled(job)) {
+    // K is written expanded by the rotary kernel (full - kv more elements
+    // written) and V copied (kv read, full written): one more kernel.
+    b.memory("repeat_kv", 2 * s.full * r.e, 0);
+  } else {
+    // expand + reshape of K and V: read the grouped heads, write them all.
+    b.memory("repeat_kv", 2 * (s.kv + s.full) * r.e, 0, 2);
+  }
+}
+
+void rope_backward(const Job& job, const RankShape& r, Builder& b) {
+  if (r.learned_positions) return;
+  const RopeSizes s = rope_sizes(job, r);
+  // The gradient of the copy sums the repeated heads back.
+  if (s.repeat) {
+    b.memory("repeat_kv_bwd", 2 * (s.kv + s.full) * r.e, s.full, compiled(job) ? 1 : 2);
+  }
+  const bool eager_ops =
+      job.software.elementwise.rope == RopeImpl::kEagerFp32Complex && !compiled(job);
+  if (eager_ops) {
+    b.memory("rope_bwd", kEagerRopeBytes * s.qk, kRopeFlops * s.qk, 2 * kEagerRopeKernels);
+  } else {
+    b.memory("rope_bwd", 2 * s.qk * r.e, kRopeFlops * s.qk);
+  }
+}
+
+void activation_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                        double rows, int64_t ffn) {
+  const double out = rows * d(ffn);
+  if (job.model.mlp == MlpKind::kSwiglu) {
+    const bool eager_ops = eager(job.software.elementwise.activation, job);
+    Op& op = eager_ops ? b.memory(name + "_swiglu", kEagerSwigluBytes * out, kSwigluFlops * out, 2)
+                       : b.memory(name + "_swiglu", 3 * out * r.e, kSwigluFlops * out);
+    op.saved_bytes = 2 * out * r.e;
+  } else {
+    // GeLU is one kernel either way (F.gelu or the jit bias-GeLU; a bias
+    // rides in the linear's epilogue).
+    b.memory(name + "_bias_gelu", 2 * out * r.e, kGeluFlops * out).saved_bytes = out * r.e;
+  }
+}
+
+void activation_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                         double rows, int64_t ffn) {
+  const double out = rows * d(ffn);
+  if (job.model.mlp == MlpKind::kSwiglu) {
+    const double flops = kBackwardFlopsFactor * kSwigluFlops * out;
+    if (eager(job.software.elementwise.activation, job)) {
+      b.memory(name + "_swiglu_bwd", kEagerSwigluBwdBytes * out, flops, kEagerSwigluBwdKernels);
+    } else {
+      b.memory(name + "_swiglu_bwd", 5 * out * r.e, flops);
+    }
+  } else {
+    b.memory(name + "_gelu_bwd", 3 * out * r.e, kBackwardFlopsFactor * kGeluFlops * out);
+  }
+}
+
+namespace {
+
+/// HBM bytes per element and kernels of one fp8 cast of a 16-bit tensor
+/// (with the transposed copy wgrad or dgrad needs), by recipe.
+struct Fp8CastKernels {
+  double bytes;
+  int32_t kernels;
+};
+Fp8CastKernels fp8_cast_kernels(const Fp8Policy& fp8) {
+  if (fp8.casts == ChainImpl::kEager) {
+    // torchao dynamic scaling, eager (float8_utils.py tensor_to_amax,
+    // to_fp8_saturated): abs r2 w2, amax r2; x * scale r2 w2, clamp r2 w2,
+    // to(float8) r2 w1; the transposed operand made contiguous for
+    // _scaled_mm r1 w1 (frameworks-sharding-memory.md 3).
+    return {19, 6};
+  }
+  if (fp8.recipe == Fp8Recipe::kTeDelayed) {
+    // TE cast_transpose: the scale is last step's (delayed), the amax is
+    // taken in the same kernel: read 2, write 1 + 1 (the fp8 tensor and
+    // its transpose).
+    return {4, 1};
+  }
+  // Dynamic scaling fused by a compiler: the amax must be known before the
+  // cast, so one reduction pass (r2) and one cast kernel writing both
+  // layouts (r2 w1 + 1).
+  return {6, 2};
+}
+
+}  // namespace
+
+void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, double input_elements,
+                       double weight_elements, bool after_norm) {
+  if (!fp8_linears(job)) return;
+  const Fp8Policy& fp8 = job.software.fp8;
+  const Fp8CastKernels cast = fp8_cast_kernels(fp8);
+  if (!(after_norm && fp8.cast_fused_with_norm)) {
+    b.memory(name + "_input_fp8_cast", cast.bytes * input_elements, input_elements, cast.kernels);
+  }
+  // Cached weights (WeightCast::kPerStep) are cast once per optimizer step,
+  // 4 B per weight: nothing per micro-batch.
+  if (fp8.weight_cast == WeightCast::kPerCall) {
+    b.memory(name + "_weight_fp8_cast", cast.bytes * weight_elements, weight_elements,
+             cast.kernels);
+  }
+}
+
+void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double elements) {
+  if (!fp8_linears(job)) return;
+  const Fp8CastKernels cast = fp8_cast_kernels(job.software.fp8);
+  b.memory(name + "_grad_fp8_cast", cast.bytes * elements, elements, cast.kernels);
+}
+
+}  // namespace podsim::strategies::ops

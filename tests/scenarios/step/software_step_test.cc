@@ -1,0 +1,101 @@
+// The software stack in the simulated step: the same plan on the same GPUs
+// under different frameworks, and what a framework cannot do on a GPU.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scenarios/input/reader.h"
+#include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
+
+namespace podsim::scenarios {
+namespace {
+
+using nlohmann::json;
+
+/// Llama 3 8B on one 8-GPU H100 node, FSDP, sequence 8192.
+json llama8b(const json& software) {
+  json s = json::parse(R"({
+    "model": "llama3-8b",
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
+    "training": {"seq_len": 8192, "global_batch": 16, "micro_batch": 2},
+    "parallelism": {"dp": 8, "zero": 3}
+  })");
+  s["software"] = software;
+  return s;
+}
+
+ScenarioSpec read(const json& scenario) {
+  Result<ScenarioSpec> spec = read_scenario_text(scenario.dump());
+  std::string all;
+  for (const Problem& p : spec.problems()) all += p.to_string() + "\n";
+  EXPECT_TRUE(spec.ok()) << all;
+  return spec.ok() ? std::move(spec).value() : ScenarioSpec{};
+}
+
+Report simulate_ok(const ScenarioSpec& spec) {
+  Result<Report> report = simulate(spec);
+  std::string all;
+  for (const Problem& p : report.problems()) all += p.to_string() + "\n";
+  EXPECT_TRUE(report.ok()) << all;
+  return report.ok() ? std::move(report).value() : Report{};
+}
+
+TEST(SoftwareStep, AttentionKernelChangesOnlyAttention) {
+  json fa2 = {{"base", "megatron-core"}, {"attention", {{"kernel", "fa2"}}}};
+  json fa3 = {{"base", "megatron-core"}, {"attention", {{"kernel", "fa3"}}}};
+  const Report slow = simulate_ok(read(llama8b(fa2)));
+  const Report fast = simulate_ok(read(llama8b(fa3)));
+  EXPECT_GT(slow.step_time_s, fast.step_time_s);
+  // Same work: model FLOPs do not depend on the kernel.
+  EXPECT_DOUBLE_EQ(slow.model_flops_per_step, fast.model_flops_per_step);
+}
+
+TEST(SoftwareStep, FlashAttention3OnA100IsBadInputNamingTheMechanism) {
+  json scenario = llama8b({{"base", "megatron-core"}, {"attention", {{"kernel", "fa3"}}}});
+  scenario["cluster"] = {{"base", "dgx-a100-selene"}, {"nodes", 1}};
+  const Result<Report> report = simulate(read(scenario));
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.problems().front().path, "/software/attention/kernel");
+  EXPECT_NE(report.problems().front().message.find("Hopper"), std::string::npos);
+}
+
+TEST(SoftwareStep, UnfusedAttentionKeepsTheScores) {
+  // megatron-lm-2021 has no flash kernel: the job materialises the scores
+  // even though options.flash_attention defaults to true.
+  const ScenarioSpec spec = read(llama8b("megatron-lm-2021"));
+  EXPECT_TRUE(spec.options.flash_attention);
+  EXPECT_FALSE(job_of(spec).options.flash_attention);
+  EXPECT_TRUE(job_of(read(llama8b("megatron-core"))).options.flash_attention);
+}
+
+TEST(SoftwareStep, ContextParallelSdpaRunsTheFlashBackend) {
+  json scenario = llama8b("torchtitan");
+  scenario["parallelism"] = {{"dp", 4}, {"cp", 2}, {"zero", 3}};
+  scenario["cluster"]["gpu"] = "b200";
+  EXPECT_EQ(kernel_implementation(read(scenario)).attention, hwmodels::AttentionKernel::kFlash2);
+  scenario["parallelism"] = {{"dp", 8}, {"zero", 3}};
+  EXPECT_EQ(kernel_implementation(read(scenario)).attention, hwmodels::AttentionKernel::kSdpa);
+}
+
+TEST(SoftwareStep, TheGpuWaitsForTheHostWhenKernelsAreShorterThanTheirLaunch) {
+  auto host = [](const char* dispatch, const char* graphs) {
+    return json{{"base", "megatron-core"},
+                {"host",
+                 {{"dispatch_forward", dispatch},
+                  {"dispatch_backward", dispatch},
+                  {"cuda_graphs", graphs}}}};
+  };
+  const Report free_host = simulate_ok(read(llama8b(host("0 s", "none"))));
+  const Report slow_host = simulate_ok(read(llama8b(host("10 ms", "none"))));
+  const Report graphed = simulate_ok(read(llama8b(host("10 ms", "full_iteration"))));
+  // 10 ms per kernel outlasts any kernel of an 8B layer: the host sets the pace.
+  EXPECT_GT(slow_host.step_time_s, 1.5 * free_host.step_time_s);
+  EXPECT_GT(slow_host.breakdown.compute, free_host.breakdown.compute);
+  // One graph for the whole iteration issues nothing kernel by kernel.
+  EXPECT_NEAR(graphed.step_time_s, free_host.step_time_s, 1e-9 * free_host.step_time_s);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios

@@ -1,0 +1,213 @@
+// What a framework runs between the GEMMs: element-wise op lists (fused,
+// eager, compiled) and the loss over the vocabulary, counted from each
+// implementation's kernels (kernels-host-power.md 2.1-2.6).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "strategies/workload.h"
+#include "tests/strategies/test_util.h"
+
+namespace podsim::strategies {
+namespace {
+
+using testing::preset_job;
+
+/// Llama 3 8B, one sequence of 8192 tokens per micro-batch, no parallelism.
+Job llama8b(const ElementwisePolicy& elementwise) {
+  Job job = preset_job("llama3-8b", 8192, 8, 1);
+  job.software.elementwise = elementwise;
+  return job;
+}
+
+ElementwisePolicy torchtitan_eager() {
+  ElementwisePolicy e;
+  e.norm = NormImpl::kEagerFp32;
+  e.rope = RopeImpl::kEagerFp32Complex;
+  e.activation = ChainImpl::kEager;
+  e.residual = ChainImpl::kEager;
+  e.repeat_kv = true;
+  return e;
+}
+
+/// Element-wise HBM bytes and kernels of one layer pass, in units of N =
+/// tokens x hidden elements.
+struct Tally {
+  double bytes_per_n = 0;
+  int kernels = 0;
+};
+Tally elementwise(const Job& job, Pass pass) {
+  Tally t;
+  const double n = 8192.0 * 4096.0;
+  for (const Op& op : layer_ops(job, pass)) {
+    if (op.kind != OpKind::kMemoryBound) continue;
+    t.bytes_per_n += static_cast<double>(op.count) * op.memory.bytes / n;
+    t.kernels += op.kernels * static_cast<int>(op.count);
+  }
+  return t;
+}
+
+TEST(ElementwiseOps, FusedLayerIsMegatronsKernelList) {
+  // Norm 2 x 4N, RoPE over q and k (1.25 N) at 4 B, two residual adds of
+  // 6N, SwiGLU over 3.5 N at 6 B: 46 N in 7 kernels (notes 2.2: ~46N).
+  const Tally f = elementwise(llama8b({}), Pass::kForward);
+  EXPECT_DOUBLE_EQ(f.bytes_per_n, 8 + 5 + 12 + 21);
+  EXPECT_EQ(f.kernels, 6);
+}
+
+TEST(ElementwiseOps, EagerCostsMoreThanFusedAsTorchtitanWritesIt) {
+  const Job eager = llama8b(torchtitan_eager());
+  const Tally fwd = elementwise(eager, Pass::kForward);
+  // fp32 RMSNorm 2 x 36, fp32 complex RoPE 20 x 1.25, repeat_kv of K and V
+  // (read N/4, write N, bf16) 5, adds 2 x 6, SiLU + mul 10 x 3.5: 149 N in
+  // 28 kernels (notes 2.1: ~149 N, ~27 kernels).
+  EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 72 + 25 + 5 + 12 + 35);
+  EXPECT_EQ(fwd.kernels, 16 + 6 + 2 + 2 + 2);
+  // Backward: ~290 N (norms 2 x 92, RoPE 25, repeat 5, branch sums 12,
+  // SwiGLU 63).
+  EXPECT_DOUBLE_EQ(elementwise(eager, Pass::kBackward).bytes_per_n, 184 + 25 + 5 + 12 + 63);
+  EXPECT_GT(fwd.bytes_per_n, 3 * elementwise(llama8b({}), Pass::kForward).bytes_per_n);
+}
+
+TEST(ElementwiseOps, CompiledFusesTheChainsBetweenGemms) {
+  ElementwisePolicy compiled = torchtitan_eager();
+  compiled.compiled = true;
+  const Tally fwd = elementwise(llama8b(compiled), Pass::kForward);
+  // norm 4, RoPE 5, expanded K and copied V 4, residual + norm 8, SwiGLU
+  // 21, residual 6: 48 N (notes 2.3: ~49 N, ~6 kernels).
+  EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 4 + 5 + 4 + 8 + 21 + 6);
+  EXPECT_EQ(fwd.kernels, 6);
+  EXPECT_LT(fwd.bytes_per_n, elementwise(llama8b(torchtitan_eager()), Pass::kForward).bytes_per_n);
+}
+
+double loss_bytes_per_logit(LossImpl loss) {
+  Job job = preset_job("llama3-8b", 8192, 8, 1);
+  job.software.loss = loss;
+  const double logits = 8192.0 * 128256.0;
+  double bytes = 0;
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (const Op& op : head_ops(job, pass)) {
+      if (op.name.rfind("cross_entropy", 0) == 0) bytes += op.memory.bytes / logits;
+    }
+  }
+  return bytes;
+}
+
+TEST(LossOps, Fp32LogitsCostWhatTheirKernelsMove) {
+  EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kVocabParallelFp32), 52);
+  EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kFp32Upcast), 48);  // notes 2.6: ~44-52
+  EXPECT_DOUBLE_EQ(loss_bytes_per_logit(LossImpl::kFused), 6);        // notes 2.6: ~6
+}
+
+/// fp8 cast kernels of one layer pass, in units of N = tokens x hidden.
+Tally fp8_casts(const Job& job, Pass pass) {
+  Tally t;
+  const double n = 8192.0 * 4096.0;
+  for (const Op& op : layer_ops(job, pass)) {
+    if (op.name.find("fp8_cast") == std::string::npos) continue;
+    t.bytes_per_n += static_cast<double>(op.count) * op.memory.bytes / n;
+    t.kernels += op.kernels * static_cast<int>(op.count);
+  }
+  return t;
+}
+
+TEST(Fp8Ops, TransformerEngineCastsWhatItsNormsDoNotWrite) {
+  Job job = llama8b({});
+  EXPECT_EQ(fp8_casts(job, Pass::kForward).kernels, 0);  // bf16: no casts
+  job.training.precision = sim::NumberFormat::kFp8;
+  // Cast-transpose at 4 B per element of the inputs of attn_out (N) and fc2
+  // (3.5 N); the norms write the qkv and fc1 inputs in fp8; weights cached.
+  const Tally fwd = fp8_casts(job, Pass::kForward);
+  EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 4 * (1 + 3.5));
+  EXPECT_EQ(fwd.kernels, 2);
+  // Output gradients of attn_out (N), qkv (1.5 N), fc2 (N), fc1 (7 N).
+  const Tally bwd = fp8_casts(job, Pass::kBackward);
+  EXPECT_DOUBLE_EQ(bwd.bytes_per_n, 4 * (1 + 1.5 + 1 + 7));
+  EXPECT_EQ(bwd.kernels, 4);
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.name == "qkv") {
+      EXPECT_EQ(op.format, sim::NumberFormat::kFp8);
+    }
+  }
+  for (const Op& op : head_ops(job, Pass::kForward)) {
+    if (op.name == "logits") {
+      EXPECT_EQ(op.format, sim::NumberFormat::kBf16);  // the output layer stays bf16
+    }
+  }
+}
+
+TEST(Fp8Ops, TorchaoDynamicScalingCastsInputsAndWeightsEveryCall) {
+  Job job = llama8b(torchtitan_eager());
+  job.training.precision = sim::NumberFormat::kFp8;
+  job.software.fp8.recipe = Fp8Recipe::kTorchaoDynamic;
+  job.software.fp8.casts = ChainImpl::kEager;
+  job.software.fp8.cast_fused_with_norm = false;
+  job.software.fp8.weight_cast = WeightCast::kPerCall;
+  // Inputs: qkv N, attn_out N, fc1 N, fc2 3.5 N; weights (in units of N =
+  // 8192 x 4096): 6144 + 4096 + 28672 + 14336 columns of 4096 over 8192 rows.
+  const double weights = (6144.0 + 4096 + 28672 + 14336) / 8192;
+  const Tally eager = fp8_casts(job, Pass::kForward);
+  EXPECT_DOUBLE_EQ(eager.bytes_per_n, 19 * (6.5 + weights));
+  EXPECT_EQ(eager.kernels, 6 * 8);
+  job.software.fp8.casts = ChainImpl::kFused;  // compiled: amax pass + cast
+  EXPECT_DOUBLE_EQ(fp8_casts(job, Pass::kForward).bytes_per_n, 6 * (6.5 + weights));
+  // A framework without fp8 runs the GEMMs in bf16 and casts nothing.
+  job.software.fp8.recipe = Fp8Recipe::kNone;
+  EXPECT_EQ(fp8_casts(job, Pass::kForward).kernels, 0);
+  for (const Op& op : layer_ops(job, Pass::kForward)) {
+    if (op.name == "qkv") {
+      EXPECT_EQ(op.format, sim::NumberFormat::kBf16);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace podsim::strategies
+
+namespace podsim::strategies {
+namespace {
+
+/// GEMM FLOPs and attention ops a "selective" recompute runs again.
+struct Recomputed {
+  double gemm_flops = 0;
+  int attention = 0;
+  double elementwise_bytes = 0;
+};
+Recomputed recomputed(const Job& job) {
+  Recomputed out;
+  for (const Op& op : layer_ops(job, Pass::kRecompute)) {
+    if (op.kind == OpKind::kGemm) out.gemm_flops += op.flops;
+    if (op.kind == OpKind::kAttention) ++out.attention;
+    if (op.kind == OpKind::kMemoryBound) out.elementwise_bytes += op.memory.bytes;
+  }
+  return out;
+}
+
+TEST(SelectiveRecompute, MegatronRecomputesTheAttentionCore) {
+  Job job = testing::preset_job("llama3-8b", 8192, 8, 1);
+  job.plan.recompute.mode = RecomputeMode::kSelective;
+  const Recomputed r = recomputed(job);
+  EXPECT_EQ(r.attention, 1);
+  EXPECT_EQ(r.gemm_flops, 0);
+  EXPECT_EQ(r.elementwise_bytes, 0);
+}
+
+TEST(SelectiveRecompute, TorchtitanKeepsEveryOtherMatmulAndRecomputesTheRest) {
+  Job job = llama8b(torchtitan_eager());
+  job.plan.recompute.mode = RecomputeMode::kSelective;
+  job.software.selective = SelectiveRecompute::kMatmulSaveList;
+  const Recomputed r = recomputed(job);
+  // wq, wv, w1, w2 and SDPA are saved; wk (4096 x 1024), wo (4096 x 4096)
+  // and w3 (4096 x 14336) run again, with every element-wise op.
+  EXPECT_EQ(r.attention, 0);
+  EXPECT_DOUBLE_EQ(r.gemm_flops, 2.0 * 8192 * 4096 * (1024 + 4096 + 14336));
+  EXPECT_DOUBLE_EQ(r.elementwise_bytes, 149.0 * 8192 * 4096);
+  // torchao Float8 linears are _scaled_mm, not in the save list: all of them again.
+  job.training.precision = sim::NumberFormat::kFp8;
+  job.software.fp8.recipe = Fp8Recipe::kTorchaoDynamic;
+  EXPECT_DOUBLE_EQ(recomputed(job).gemm_flops,
+                   2.0 * 8192 * 4096 * (4096 + 2 * 1024 + 4096 + 3 * 14336));
+}
+
+}  // namespace
+}  // namespace podsim::strategies
