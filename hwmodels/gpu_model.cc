@@ -86,8 +86,12 @@ double causal_block_fill(const AttentionShape& s, int64_t tile) {
   for (int64_t row0 = 0; row0 < s.q_len; row0 += tile) {
     const int64_t rows = std::min(tile, s.q_len - row0);
     const int64_t keys = std::clamp<int64_t>(row0 + rows + offset, 0, s.kv_len);
-    computed += static_cast<double>(rows) *
-                static_cast<double>(std::min(ceil_div(keys, tile) * tile, s.kv_len));
+    int64_t end = std::min(ceil_div(keys, tile) * tile, s.kv_len);
+    int64_t begin = 0;
+    if (s.window > 0) {  // key blocks before the first row's window are skipped
+      begin = std::max<int64_t>(0, row0 + offset + 1 - s.window) / tile * tile;
+    }
+    computed += static_cast<double>(rows) * static_cast<double>(std::max<int64_t>(0, end - begin));
   }
   return computed > 0 ? attention_pairs(s) / computed : 1.0;
 }
@@ -96,6 +100,15 @@ double attention_pairs(const AttentionShape& s) {
   const double q = static_cast<double>(s.q_len);
   const double kv = static_cast<double>(s.kv_len);
   if (!s.causal) return q * kv;
+  if (s.window > 0) {
+    // Query i sees min(window, i + kv - q + 1) keys, none when that is < 1:
+    // rows [a, b) on the ramp see first + i keys each, the rest see window.
+    const double w = static_cast<double>(s.window);
+    const double first = kv - q + 1;  // keys query 0 would see without a window
+    const double a = std::clamp(1.0 - first, 0.0, q);
+    const double b = std::clamp(w - first, a, q);
+    return (b - a) * first + (a + b - 1) * (b - a) / 2 + (q - b) * w;
+  }
   // Query i (0-based among the last q positions) sees keys j <= i + (kv - q),
   // at most kv of them: sum_i min(kv, i + kv - q + 1).
   const double offset = kv - q + 1;  // keys seen by query 0

@@ -83,12 +83,15 @@ struct AttentionShape {
   /// Query i attends to keys j <= i + (kv_len - q_len) (queries are the last
   /// q_len positions).
   bool causal = true;
+  /// Causal only: a query sees at most its last `window` keys (sliding-window
+  /// attention; blocks wholly outside the window are skipped); 0 = no window.
+  int64_t window = 0;
   /// Non-flash path only: dropout on the attention probabilities (Megatron
   /// 2021 used 0.1), an extra pass over the score tensor plus a 1-byte mask.
   bool dropout = true;
 };
 
-/// (query, key) pairs one head computes: q x kv, or the causal count.
+/// (query, key) pairs one head computes: q x kv, or the causal (windowed) count.
 double attention_pairs(const AttentionShape& shape);
 
 /// Useful over computed (query, key) pairs of a causal flash kernel that

@@ -60,10 +60,14 @@ int64_t kv_heads(const ModelShape& model);
 
 /// Micro-batches per pipeline per step: global_batch / (dp * micro_batch).
 int64_t micro_batches(const Job& job);
+/// Micro-batches each model chunk of a stage runs per step: all of them, or
+/// half under DualPipe (each direction's chunk takes its half).
+int64_t chunk_micro_batches(const Job& job);
 /// Ranks holding the same dense weights: dp * cp (Megatron reduces dense
 /// gradients over the data-parallel group "with context parallel").
 int64_t grad_group_size(const Job& job);
-/// Expert data-parallel size: dp * cp / ep.
+/// Expert data-parallel size: dp * cp * tp / (ep * expert_tp) (Megatron's
+/// expert_data_parallel_size = world / (expert_tp * ep * pp)).
 int64_t expert_dp_size(const Job& job);
 /// Ranks one ZeRO/FSDP shard set spans: shard_group, or dp * cp when 0.
 int64_t shard_group_size(const Job& job);
@@ -81,17 +85,58 @@ double weight_element_bytes(const Job& job);
 /// Bytes of one gradient element (options.grad_format).
 double grad_element_bytes(const Job& job);
 
+// ---- Layers --------------------------------------------------------------
+
+/// Whether global layer `layer` (0-based) has a mixture-of-experts MLP: MoE
+/// models past their dense_layers, every interleave_step-th layer (HF
+/// moe_layers = interleave_step-1, 2*interleave_step-1, ...).
+bool is_moe_layer(const ModelShape& model, int64_t layer);
+/// Whether layer `layer` uses sliding-window attention.
+bool is_sliding_layer(const ModelShape& model, int64_t layer);
+/// Layers with a dense MLP (all of them without MoE).
+int64_t dense_layer_count(const ModelShape& model);
+
+/// What sets a layer's ops apart from another's; layers of equal kind run
+/// the same ops.
+struct LayerKind {
+  bool moe = false;             ///< MoE MLP, else dense
+  bool sliding = false;         ///< sliding-window attention
+  bool full_recompute = false;  ///< recomputed in full (recompute.full_layers)
+  auto operator<=>(const LayerKind&) const = default;
+};
+/// Runs of consecutive layers of one kind, in order.
+struct LayerRun {
+  LayerKind kind;
+  int64_t count = 0;
+  auto operator<=>(const LayerRun&) const = default;
+};
+
+/// The kind of a multi-token-prediction module's transformer layer (that of
+/// the model's last layer; it is never recomputed in full).
+LayerKind mtp_layer_kind(const Job& job);
+
 /// One model chunk (a contiguous layer range run by one pipeline stage).
 struct ChunkInfo {
   int64_t stage = 0;           ///< pipeline stage (pp coordinate)
-  int64_t virtual_index = 0;   ///< chunk index on its stage, 0..v-1
-  int64_t model_chunk = 0;     ///< position in the model: virtual_index * pp + stage
+  int64_t virtual_index = 0;   ///< chunk index on its stage, 0..chunks_per_stage-1
+  int64_t model_chunk = 0;     ///< position in the model (virtual_index * pp + stage)
   int64_t layer_begin = 0;     ///< first global layer index
   int64_t layer_end = 0;       ///< one past the last
-  bool has_embedding = false;  ///< model chunk 0: token (and position) embeddings
-  bool has_head = false;       ///< last model chunk: final norm, output layer, loss
+  bool has_embedding = false;  ///< token (and position) embeddings (model chunk 0 by default)
+  bool has_head = false;       ///< final norm, output layer, loss (last model chunk by default)
+  int64_t mtp = 0;             ///< multi-token-prediction modules (with the head by default)
   int64_t layers() const { return layer_end - layer_begin; }
 };
+
+/// The kinds of layers [layer_begin, layer_end) of `chunk`, as runs.
+std::vector<LayerRun> layer_runs(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
+                                 int64_t layer_end);
+
+/// Model chunks per pipeline rank: virtual_stages, or 2 for DualPipe (the
+/// stage of each direction).
+int64_t chunks_per_stage(const Job& job);
+/// Model chunks in the model: pp * virtual_stages, or pp for DualPipe.
+int64_t model_chunk_count(const Job& job);
 
 /// Transformer layers of each model chunk, in model order (pp * v entries).
 ///
@@ -101,9 +146,12 @@ struct ChunkInfo {
 /// first, last, second, second-to-last, ... These end chunks also hold the
 /// embeddings and the output layer + loss, so they are the natural ones to
 /// lighten. Llama 3 405B (126 layers, pp 16): 7, 8 x 14, 7 -- one fewer on
-/// the first and the last stage, as Meta ran it.
+/// the first and the last stage, as Meta ran it. An explicit
+/// `plan.layout` gives the counts instead.
 std::vector<int64_t> chunk_layer_counts(const Job& job);
-/// The chunks of one stage, virtual_index ascending.
+/// The chunks of one stage, virtual_index ascending. DualPipe: stage r
+/// holds model chunk r (virtual index 0, the forward direction's stage) and
+/// model chunk pp-1-r (virtual index 1, the reverse direction's).
 std::vector<ChunkInfo> stage_chunks(const Job& job, int64_t stage);
 /// All chunks in model order.
 std::vector<ChunkInfo> model_chunks(const Job& job);

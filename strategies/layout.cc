@@ -11,6 +11,7 @@ Layout::Layout(const ParallelPlan& plan)
       dp_(plan.dp),
       pp_(plan.pp),
       ep_(plan.ep),
+      etp_(plan.expert_tp),
       shard_(plan.shard_group > 0 ? plan.shard_group : plan.dp * plan.cp),
       world_(plan.tp * plan.cp * plan.dp * plan.pp) {
   int64_t stride = 1;
@@ -27,10 +28,15 @@ Coords Layout::coords(int64_t rank) const {
   c.cp = (rank / stride_[idx(Dim::kCp)]) % cp_;
   c.dp = (rank / stride_[idx(Dim::kDp)]) % dp_;
   c.pp = (rank / stride_[idx(Dim::kPp)]) % pp_;
-  const int64_t j = c.cp + cp_ * c.dp;
-  c.ep = j % ep_;
-  c.edp = j / ep_;
+  const int64_t q = c.tp + tp_ * (c.cp + cp_ * c.dp);
+  c.etp = q % etp_;
+  c.ep = (q / etp_) % ep_;
+  c.edp = q / (etp_ * ep_);
   return c;
+}
+
+int64_t Layout::from_stage_index(int64_t q, int64_t pp) const {
+  return rank({q % tp_, (q / tp_) % cp_, 0, q / (tp_ * cp_), pp, 0, 0});
 }
 
 int64_t Layout::rank(const Coords& c) const {
@@ -51,7 +57,11 @@ int64_t Layout::group_size(GroupKind kind) const {
     case GroupKind::kEp:
       return ep_;
     case GroupKind::kExpertDp:
-      return dp_ * cp_ / ep_;
+      return tp_ * dp_ * cp_ / (ep_ * etp_);
+    case GroupKind::kExpertTp:
+      return etp_;
+    case GroupKind::kExpertTpEp:
+      return etp_ * ep_;
     case GroupKind::kPp:
       return pp_;
     case GroupKind::kShard:
@@ -70,6 +80,9 @@ std::vector<int64_t> Layout::group(int64_t rank, GroupKind kind) const {
   auto with = [&](Coords x) { out.push_back(this->rank(x)); };
   // The dp x cp index j = cp + cp_size * dp and back.
   const int64_t j = c.cp + cp_ * c.dp;
+  auto expert = [&](int64_t etp, int64_t ep, int64_t edp) {
+    return from_stage_index(etp + etp_ * (ep + ep_ * edp), c.pp);
+  };
   auto at_j = [&](int64_t jj) {
     Coords x = c;
     x.cp = jj % cp_;
@@ -78,25 +91,33 @@ std::vector<int64_t> Layout::group(int64_t rank, GroupKind kind) const {
   };
   switch (kind) {
     case GroupKind::kTp:
-      for (int64_t i = 0; i < tp_; ++i) with({i, c.cp, 0, c.dp, c.pp, 0});
+      for (int64_t i = 0; i < tp_; ++i) with({i, c.cp, 0, c.dp, c.pp, 0, 0});
       break;
     case GroupKind::kCp:
-      for (int64_t i = 0; i < cp_; ++i) with({c.tp, i, 0, c.dp, c.pp, 0});
+      for (int64_t i = 0; i < cp_; ++i) with({c.tp, i, 0, c.dp, c.pp, 0, 0});
       break;
     case GroupKind::kDp:
-      for (int64_t i = 0; i < dp_; ++i) with({c.tp, c.cp, 0, i, c.pp, 0});
+      for (int64_t i = 0; i < dp_; ++i) with({c.tp, c.cp, 0, i, c.pp, 0, 0});
       break;
     case GroupKind::kDpCp:
       for (int64_t i = 0; i < dp_ * cp_; ++i) at_j(i);
       break;
     case GroupKind::kEp:
-      for (int64_t i = 0; i < ep_; ++i) at_j(c.edp * ep_ + i);
+      for (int64_t i = 0; i < ep_; ++i) out.push_back(expert(c.etp, i, c.edp));
       break;
     case GroupKind::kExpertDp:
-      for (int64_t i = 0; i < dp_ * cp_ / ep_; ++i) at_j(i * ep_ + c.ep);
+      for (int64_t i = 0; i < group_size(kind); ++i) out.push_back(expert(c.etp, c.ep, i));
+      break;
+    case GroupKind::kExpertTp:
+      for (int64_t i = 0; i < etp_; ++i) out.push_back(expert(i, c.ep, c.edp));
+      break;
+    case GroupKind::kExpertTpEp:
+      for (int64_t i = 0; i < ep_; ++i) {
+        for (int64_t t = 0; t < etp_; ++t) out.push_back(expert(t, i, c.edp));
+      }
       break;
     case GroupKind::kPp:
-      for (int64_t i = 0; i < pp_; ++i) with({c.tp, c.cp, 0, c.dp, i, 0});
+      for (int64_t i = 0; i < pp_; ++i) with({c.tp, c.cp, 0, c.dp, i, 0, 0});
       break;
     case GroupKind::kShard:
       for (int64_t i = 0; i < shard_; ++i) at_j((j / shard_) * shard_ + i);
@@ -105,8 +126,8 @@ std::vector<int64_t> Layout::group(int64_t rank, GroupKind kind) const {
       for (int64_t i = 0; i < dp_ * cp_ / shard_; ++i) at_j(i * shard_ + j % shard_);
       break;
     case GroupKind::kEmbedding:
-      with({c.tp, c.cp, 0, c.dp, 0, 0});
-      if (pp_ > 1) with({c.tp, c.cp, 0, c.dp, pp_ - 1, 0});
+      with({c.tp, c.cp, 0, c.dp, 0, 0, 0});
+      if (pp_ > 1) with({c.tp, c.cp, 0, c.dp, pp_ - 1, 0, 0});
       break;
   }
   return out;
@@ -118,7 +139,7 @@ int64_t Layout::on_stage(int64_t rank, int64_t stage) const {
   return this->rank(c);
 }
 
-int64_t Layout::representative(int64_t stage) const { return rank({0, 0, 0, 0, stage, 0}); }
+int64_t Layout::representative(int64_t stage) const { return rank({0, 0, 0, 0, stage, 0, 0}); }
 
 bool Layout::is_representative(int64_t rank) const {
   const Coords c = coords(rank);

@@ -10,24 +10,28 @@ namespace podsim::strategies {
 
 /// Groups of ranks that communicate.
 enum class GroupKind : uint8_t {
-  kTp,         ///< tensor parallel
-  kCp,         ///< context parallel
-  kDp,         ///< data parallel (same cp coordinate)
-  kDpCp,       ///< dense-gradient group: dp x cp ranks holding the same dense weights
-  kEp,         ///< expert parallel (carved out of dp x cp)
-  kExpertDp,   ///< expert-gradient group: ranks holding the same experts
-  kPp,         ///< every stage of one pipeline
-  kShard,      ///< HSDP: one shard group inside the dp x cp group
-  kReplica,    ///< HSDP: the ranks holding the same shard in different shard groups
-  kEmbedding,  ///< first and last stage of one pipeline (tied embeddings)
+  kTp,          ///< tensor parallel
+  kCp,          ///< context parallel
+  kDp,          ///< data parallel (same cp coordinate)
+  kDpCp,        ///< dense-gradient group: dp x cp ranks holding the same dense weights
+  kEp,          ///< expert parallel (MoE parallel folding, below)
+  kExpertDp,    ///< expert-gradient group: ranks holding the same experts
+  kPp,          ///< every stage of one pipeline
+  kShard,       ///< HSDP: one shard group inside the dp x cp group
+  kReplica,     ///< HSDP: the ranks holding the same shard in different shard groups
+  kEmbedding,   ///< first and last stage of one pipeline (tied embeddings)
+  kExpertTp,    ///< expert tensor parallel: the ranks sharing one expert's weights
+  kExpertTpEp,  ///< expert-TP x EP: the ranks one MoE layer's tokens can reach
 };
-inline constexpr int kGroupKinds = 10;
+inline constexpr int kGroupKinds = 12;
 
-/// Coordinates of a rank. `ep` and `edp` (expert-data-parallel index) are
-/// derived from cp and dp: j = cp + cp_size * dp, ep = j % ep_size,
-/// edp = j / ep_size.
+/// Coordinates of a rank. The expert coordinates `etp`, `ep` and `edp`
+/// (expert-data-parallel index) are derived from the rank's index among the
+/// tp*cp*dp ranks of its stage, q = tp + tp_size (cp + cp_size dp):
+/// etp = q % expert_tp, ep = (q / expert_tp) % ep_size,
+/// edp = q / (expert_tp ep_size).
 struct Coords {
-  int64_t tp = 0, cp = 0, ep = 0, dp = 0, pp = 0, edp = 0;
+  int64_t tp = 0, cp = 0, ep = 0, dp = 0, pp = 0, edp = 0, etp = 0;
   auto operator<=>(const Coords&) const = default;
 };
 
@@ -35,10 +39,12 @@ struct Coords {
 ///
 /// Ranks are laid out by `plan.order`, innermost (fastest-varying) first:
 /// with the default tp-cp-ep-dp-pp, rank = tp + T*(cp + C*(dp + D*pp)). The
-/// expert-parallel dimension does not add ranks: as in Megatron, the dp x cp
-/// ranks of one (tp, pp) position are regrouped as ep x edp, ep innermost
-/// (consecutive data-parallel indices form an EP group), so ep's position in
-/// `order` is ignored. The lead maps rank i to GPU i, so the innermost
+/// expert dimensions do not add ranks: MoE parallel folding (Megatron-Core
+/// parallel_state.py: a second RankGenerator with tp = expert_tp, cp = 1,
+/// dp = expert-dp) regroups the tp*cp*dp ranks of each stage, in tp, cp, dp
+/// order, as expert_tp x ep x edp, expert_tp innermost; ep's position in
+/// `order` is ignored. With expert_tp = tp this is the 1.0 rule (ep carved
+/// out of dp x cp). The lead maps rank i to GPU i, so the innermost
 /// dimensions land inside a node / NVLink domain.
 class Layout {
  public:
@@ -63,7 +69,10 @@ class Layout {
   int64_t group_size(GroupKind kind) const;
 
  private:
-  int64_t tp_, cp_, dp_, pp_, ep_, shard_;
+  /// The rank of stage `pp` whose in-stage index is q (see Coords).
+  int64_t from_stage_index(int64_t q, int64_t pp) const;
+
+  int64_t tp_, cp_, dp_, pp_, ep_, etp_, shard_;
   int64_t world_;
   std::array<int64_t, kDims> stride_{};  // by Dim index; kEp unused
 };

@@ -67,14 +67,15 @@ std::vector<double> LayerTensors::full() const {
   return out;
 }
 
-LayerTensors layer_tensors(const Job& job) {
+LayerTensors layer_tensors(const Job& job, const LayerKind& kind) {
   const RankShape r = rank_shape(job);
   LayerTensors t;
-  for (const Op& op : layer_ops(job, Pass::kForward)) {
+  for (const Op& op : layer_ops(job, kind, Pass::kForward)) {
     const bool weight_gemm = op.kind == OpKind::kGemm && !op.attention_core;
     for (int64_t i = 0; i < op.count; ++i) {
-      if (op.saved_bytes > 0)
+      if (op.saved_bytes > 0) {
         (weight_gemm ? t.weight_inputs : t.other_saved).push_back(op.saved_bytes);
+      }
       if (op.saved_core_bytes > 0) t.core.push_back(op.saved_core_bytes);
       if (weight_gemm) {
         t.output_grads.push_back(d(op.gemm.m) * d(op.gemm.n) * d(op.gemm.batch) * r.e);
@@ -82,8 +83,11 @@ LayerTensors layer_tensors(const Job& job) {
     }
   }
   t.input = d(r.norm_tokens) * d(r.hidden) * r.e;
+  t.full_recompute = kind.full_recompute;
   return t;
 }
+
+LayerTensors layer_tensors(const Job& job) { return layer_tensors(job, typical_layer_kind(job)); }
 
 std::vector<double> embedding_tensors(const Job& job) {
   return saved_list(embedding_ops(job, Pass::kForward));
@@ -91,9 +95,11 @@ std::vector<double> embedding_tensors(const Job& job) {
 std::vector<double> head_tensors(const Job& job) {
   return saved_list(head_ops(job, Pass::kForward));
 }
+std::vector<double> mtp_tensors(const Job& job) { return saved_list(mtp_ops(job, Pass::kForward)); }
 
 std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
                                  const ChunkInfo& chunk, int64_t layer) {
+  if (tensors.full_recompute) return {tensors.input};
   switch (job.plan.recompute.mode) {
     case RecomputeMode::kNone:
       return tensors.full();
@@ -117,6 +123,7 @@ std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
 }
 
 RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, int64_t layers) {
+  if (tensors.full_recompute) return {tensors.full(), 1};
   switch (job.plan.recompute.mode) {
     case RecomputeMode::kNone:
       return {};
@@ -133,6 +140,22 @@ RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, 
       return {tensors.full(), std::min(job.plan.recompute.every_layers, layers)};
   }
   return {};
+}
+
+RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
+                                         int64_t layer_begin, int64_t layer_end) {
+  RecomputeTensors largest;
+  double largest_bytes = 0;
+  for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
+    RecomputeTensors r =
+        recompute_tensors(job, layer_tensors(job, run.kind), layer_end - layer_begin);
+    const double bytes = d(r.repeats) * sum(r.tensors);
+    if (bytes > largest_bytes) {
+      largest_bytes = bytes;
+      largest = std::move(r);
+    }
+  }
+  return largest;
 }
 
 double logit_elements(const Job& job) {
@@ -196,8 +219,8 @@ std::vector<double> backward_working_tensors(const Job& job) {
   return {out, in};
 }
 
-LayerActivations layer_activations(const Job& job) {
-  const LayerTensors t = layer_tensors(job);
+LayerActivations layer_activations(const Job& job, const LayerKind& kind) {
+  const LayerTensors t = layer_tensors(job, kind);
   LayerActivations a;
   a.weight_inputs = sum(t.weight_inputs);
   a.saved = a.weight_inputs + sum(t.other_saved);
@@ -207,21 +230,31 @@ LayerActivations layer_activations(const Job& job) {
   return a;
 }
 
+LayerActivations layer_activations(const Job& job) {
+  return layer_activations(job, typical_layer_kind(job));
+}
+
 double embedding_activation_bytes(const Job& job) { return sum(embedding_tensors(job)); }
 double head_activation_bytes(const Job& job) { return sum(head_tensors(job)); }
+double mtp_activation_bytes(const Job& job) { return sum(mtp_tensors(job)); }
 
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
-                               int64_t layer_end, bool embedding, bool head) {
-  const LayerTensors t = layer_tensors(job);
+                               int64_t layer_end, bool embedding, bool head, int64_t mtp) {
   double total = 0;
-  for (int64_t l = layer_begin; l < layer_end; ++l) total += sum(kept_tensors(job, t, chunk, l));
+  int64_t l = layer_begin;
+  for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
+    const LayerTensors t = layer_tensors(job, run.kind);
+    for (int64_t i = 0; i < run.count; ++i, ++l) total += sum(kept_tensors(job, t, chunk, l));
+  }
   if (embedding) total += embedding_activation_bytes(job);
   if (head) total += head_activation_bytes(job);
+  if (mtp > 0) total += d(mtp) * mtp_activation_bytes(job);
   return total;
 }
 
-double recompute_transient_bytes(const Job& job, int64_t layers) {
-  const RecomputeTensors r = recompute_tensors(job, layer_tensors(job), layers);
+double recompute_transient_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
+                                 int64_t layer_end) {
+  const RecomputeTensors r = range_recompute_tensors(job, chunk, layer_begin, layer_end);
   return d(r.repeats) * sum(r.tensors);
 }
 
@@ -292,9 +325,9 @@ StaticMemory static_memory(const Job& job, int64_t stage) {
     }
   };
   for (const ChunkInfo& c : stage_chunks(job, stage)) {
-    add(layer_parameter_tensors(job), d(c.layers()));
-    if (c.has_embedding) add(embedding_parameter_tensors(job), 1);
-    if (c.has_head) add(head_parameter_tensors(job), 1);
+    const WorkRange range{layer_runs(job, c, c.layer_begin, c.layer_end), c.has_embedding,
+                          c.has_head, c.mtp};
+    add(range_parameter_tensors(job, range), 1);
   }
   return m;
 }

@@ -24,33 +24,45 @@ struct LayerTensors {
   std::vector<double> core;          ///< attention-core internals, dropped by selective recompute
   std::vector<double> output_grads;  ///< gradients of the weight GEMMs' outputs (held from B to W)
   double input = 0;  ///< the layer input: the checkpoint of full / every-C recompute
+  /// The layer is recomputed in full whatever the mode (recompute.full_layers).
+  bool full_recompute = false;
   /// Everything: weight_inputs, other_saved, core.
   std::vector<double> full() const;
 };
+LayerTensors layer_tensors(const Job& job, const LayerKind& kind);
+/// ... of the typical layer kind.
 LayerTensors layer_tensors(const Job& job);
 /// Tensors the first model chunk's embedding and the last chunk's head keep
 /// per micro-batch (dropout mask; final-norm input, output-layer input and
 /// the fp32 softmax of the loss). Never recomputed.
 std::vector<double> embedding_tensors(const Job& job);
 std::vector<double> head_tensors(const Job& job);
+/// Tensors one multi-token-prediction module keeps (never recomputed).
+std::vector<double> mtp_tensors(const Job& job);
 /// What layer `layer` of `chunk` keeps for its backward pass, one micro-batch:
 /// none: everything; selective: all but the attention-core internals
 /// (torchtitan's op-level policy, SelectiveRecompute::kMatmulSaveList: the
 /// block input, every other matmul's output and attention's); full: the
 /// layer input; every C: the input of layers chunk.layer_begin, +C, ... and
-/// nothing for the others.
+/// nothing for the others. A layer recomputed in full by
+/// recompute.full_layers keeps its input only.
 std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
                                  const ChunkInfo& chunk, int64_t layer);
 /// What a recompute of a piece of `layers` layers brings back at once, and
 /// its backward frees, recomputed and consumed layer by layer (every C: C
 /// layers at a time): selective: one layer's core internals (an op-level
-/// policy: one layer in full); full: one layer in full; every C: min(C,
-/// layers) layers in full (`repeats` times the list); none: nothing.
+/// policy: one layer in full); full: one layer in full (so does a
+/// recompute.full_layers layer); every C: min(C, layers) layers in full
+/// (`repeats` times the list); none: nothing.
 struct RecomputeTensors {
   std::vector<double> tensors;
   int64_t repeats = 0;
 };
 RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, int64_t layers);
+/// What a recompute of layers [layer_begin, layer_end) of `chunk` holds at
+/// once: the recompute_tensors() of its layer kind that bring back the most.
+RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
+                                         int64_t layer_begin, int64_t layer_end);
 
 /// The loss over the vocabulary, in bytes per logit element (one
 /// micro-batch on one rank: tokens x vocab/tp elements), by the framework's
@@ -78,19 +90,33 @@ struct LayerActivations {
   double output_grads = 0;   ///< gradients of those GEMMs' outputs (held from B to W)
   double full() const { return saved + core; }
 };
+LayerActivations layer_activations(const Job& job, const LayerKind& kind);
+/// ... of the typical layer kind.
 LayerActivations layer_activations(const Job& job);
 
 /// Bytes the embedding / head keep per micro-batch (sums of the lists).
 double embedding_activation_bytes(const Job& job);
 double head_activation_bytes(const Job& job);
+/// Bytes one multi-token-prediction module keeps per micro-batch (never
+/// recomputed).
+double mtp_activation_bytes(const Job& job);
 
 /// Bytes kept for the backward pass by global layers [layer_begin, layer_end)
-/// of `chunk` for one micro-batch (kept_tensors summed), embedding and head
-/// bytes added when the range includes them.
+/// of `chunk` for one micro-batch, under the job's recompute mode:
+/// none: every layer in full; selective: without the attention-core
+/// internals; full: each layer's input only; every C: the input of every
+/// C-th layer of the chunk (layers chunk.layer_begin, +C, +2C, ...). Layers
+/// recomputed in full by recompute.full_layers keep their input only.
+/// Embedding, head and `mtp` modules' bytes are added when the range has them.
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
-                               int64_t layer_end, bool embedding, bool head);
-/// Bytes of recompute_tensors().
-double recompute_transient_bytes(const Job& job, int64_t layers);
+                               int64_t layer_end, bool embedding, bool head, int64_t mtp = 0);
+/// Bytes a recompute task brings back and its backward frees, for layers
+/// [layer_begin, layer_end) of `chunk` recomputed and consumed layer by
+/// layer (every C: C layers at a time): selective: one layer's core
+/// internals; full (or a recompute.full_layers layer): one layer in full;
+/// every C: min(C, layers) layers in full; none: 0. The largest layer sets it.
+double recompute_transient_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
+                                 int64_t layer_end);
 
 /// Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
 /// Transformer Models"), Table 2, bytes per layer per micro-batch on one

@@ -5,6 +5,7 @@
 
 #include "strategies/job.h"
 #include "strategies/model.h"
+#include "strategies/workload.h"
 
 namespace podsim::strategies {
 
@@ -14,17 +15,23 @@ namespace podsim::strategies {
 
 /// Parameter counts of the whole model (no sharding).
 struct ParamCount {
-  double embedding = 0;         ///< token embedding table
-  double positions = 0;         ///< learned position table (seq_len rows), GPT style
-  double per_layer = 0;         ///< one transformer layer, biases included
-  double per_layer_active = 0;  ///< one layer, only top_k + shared experts counted
-  double per_layer_matmul = 0;  ///< weights of the layer's matrix products
-  double per_layer_biases = 0;  ///< linear and LayerNorm biases of one layer
+  double embedding = 0;  ///< token embedding table
+  double positions = 0;  ///< learned position table (seq_len rows), GPT style
+  // One layer of the model's typical kind (typical_layer_kind: an MoE layer
+  // of an MoE model), biases included:
+  double per_layer = 0;
+  double per_layer_active = 0;  ///< only top_k + shared experts counted
+  double per_layer_matmul = 0;  ///< weights of the layer's matrix products (active)
+  double per_layer_biases = 0;  ///< linear and LayerNorm biases
+  double layers_matmul = 0;     ///< matrix-product weights one token uses, all layers
   double final_norm = 0;
   double output = 0;  ///< output layer (0 when tied)
-  double total = 0;
+  double total = 0;   ///< without multi-token prediction (as models are quoted)
   double active = 0;  ///< parameters one token uses (MoE)
   double biases = 0;  ///< all bias parameters (linear + LayerNorm beta)
+  /// Multi-token-prediction modules (their own weights; embedding and output
+  /// layer are shared).
+  double mtp = 0;
   double total_excluding_biases() const { return total - biases; }
 };
 /// `seq_len` sizes the learned position table of GPT-style models.
@@ -37,8 +44,17 @@ struct StageParams {
   double total() const { return dense + expert; }
 };
 StageParams stage_parameters(const Job& job, int64_t stage);
-/// Parameters of one layer on one rank (dense part and expert part).
+/// Parameters of one layer of `kind` on one rank (dense part and expert part).
+StageParams layer_parameters(const Job& job, const LayerKind& kind);
+/// ... of the typical layer kind.
 StageParams layer_parameters(const Job& job);
+/// Parameters of one multi-token-prediction module on one rank (its layer,
+/// norms and projection; not the shared embedding and output layer).
+StageParams mtp_parameters(const Job& job);
+/// Parameters of the pieces a chunk (or part of one) holds: layer runs,
+/// embedding, head, MTP modules (with an embedding copy when the MTP sits
+/// apart from the embedding, as Megatron keeps one on the last stage).
+StageParams range_parameters(const Job& job, const WorkRange& range);
 /// Parameters of the embedding / head on one rank of their stage.
 StageParams embedding_parameters(const Job& job);
 StageParams head_parameters(const Job& job);
@@ -50,11 +66,15 @@ struct ParamTensor {
   double elements = 0;
   bool expert = false;
 };
-/// The parameter tensors of one layer / the embedding / the head on one
-/// rank; their sums are layer_parameters() etc.
-std::vector<ParamTensor> layer_parameter_tensors(const Job& job);
+/// The parameter tensors of one layer of `kind` / the embedding / the head
+/// / one MTP module / a range on one rank; their sums are layer_parameters()
+/// etc. A range's are in backward order: head, MTP modules, layers (last
+/// first), embedding.
+std::vector<ParamTensor> layer_parameter_tensors(const Job& job, const LayerKind& kind);
 std::vector<ParamTensor> embedding_parameter_tensors(const Job& job);
 std::vector<ParamTensor> head_parameter_tensors(const Job& job);
+std::vector<ParamTensor> mtp_parameter_tensors(const Job& job);
+std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range);
 
 // ---- FLOP conventions -------------------------------------------------------
 

@@ -69,13 +69,14 @@ class Builder {
     fix_model_flops(op);
     return op;
   }
+  /// A flash-attention call; `head_dim` is the mean of the query/key and
+  /// value head sizes (MLA: (192 + 128) / 2), which sets its FLOPs.
   Op& attention(std::string name, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
-                bool causal, bool backward) {
+                bool causal, bool backward, int64_t head_dim, int64_t window = 0) {
     Op& op = add(std::move(name), OpKind::kAttention);
     op.format = r_.act_format;
-    op.attention = {r_.b, heads, kv_heads, q_len, kv_len, r_.head_dim, causal, backward, true};
-    const double forward =
-        4.0 * d(r_.b) * d(heads) * d(r_.head_dim) * op.attention.score_elements();
+    op.attention = {r_.b, heads, kv_heads, q_len, kv_len, head_dim, causal, backward, true, window};
+    const double forward = 4.0 * d(r_.b) * d(heads) * d(head_dim) * op.attention.score_elements();
     op.flops = backward ? kFlashBackwardFactor * forward : forward;
     op.model_flops = backward ? 2.0 * forward : forward;
     op.attention_core = true;
@@ -97,9 +98,23 @@ class Builder {
     if (group_size(dim) <= 1) return nullptr;
     Op& op = add(std::move(name), OpKind::kCollective);
     op.format = r_.act_format;
-    op.collective = {dim, kind, bytes, overlap_op};
+    op.collective = {dim, kind, bytes, overlap_op, InWorkGroup::kOfDim, {}};
     return &op;
   }
+  /// A collective of the MoE block among one of the expert groups (reported
+  /// under ep); nullptr when that group has one rank.
+  Op* expert_collective(std::string name, InWorkGroup group, CollectiveKind kind, double bytes) {
+    const int64_t size = group == InWorkGroup::kExpertTp     ? r_.etp
+                         : group == InWorkGroup::kExpertTpEp ? r_.etp * r_.ep
+                                                             : group_size(Dim::kEp);
+    if (size <= 1) return nullptr;
+    Op& op = add(std::move(name), OpKind::kCollective);
+    op.format = r_.act_format;
+    op.collective = {Dim::kEp, kind, bytes, -1, group, {}};
+    return &op;
+  }
+  /// Tags the ops added from now on as part `part` of an MoE block.
+  void set_moe_part(MoePart part) { moe_part_ = part; }
   int64_t group_size(Dim dim) const {
     switch (dim) {
       case Dim::kTp:
@@ -121,6 +136,7 @@ class Builder {
     op.name = std::move(name);
     op.kind = kind;
     op.role = role_;
+    op.moe_part = moe_part_;
     ops_.push_back(std::move(op));
     return ops_.back();
   }
@@ -130,8 +146,22 @@ class Builder {
 
   const RankShape& r_;
   OpRole role_;
+  MoePart moe_part_ = MoePart::kNone;
   std::vector<Op> ops_;
 };
+
+/// The attention of one layer on one rank: what the core sees and stores.
+struct AttnDims {
+  int64_t heads = 0;     ///< query heads on this rank
+  int64_t kv_heads = 0;  ///< key/value heads on this rank
+  int64_t head_dim = 0;  ///< kernel head size (mean of query/key and value sizes)
+  double q_width = 0;    ///< query elements per token (heads x query/key head size)
+  double kv_width = 0;   ///< key + value elements per token
+  double o_width = 0;    ///< attention output elements per token (heads x value size)
+  int64_t window = 0;    ///< sliding window, 0 = full causal
+};
+/// The attention of a layer of `kind` on ranks of shape `r`.
+AttnDims attention_dims(const Job& job, const RankShape& r, const LayerKind& kind);
 
 /// The linears' GEMMs run in fp8: fp8 training under a framework that has it.
 inline bool fp8_linears(const Job& job) {
@@ -210,9 +240,14 @@ void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double e
 /// The attention core of a layer's forward: scores, softmax and the weighted
 /// sum (flash or explicit), with context-parallel communication (ring,
 /// Ulysses, all-gather).
-void attention_core_forward(const Job& job, const RankShape& r, Builder& b);
+void attention_core_forward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b);
 /// Its backward.
-void attention_core_backward(const Job& job, const RankShape& r, Builder& b);
+void attention_core_backward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b);
+/// The projections of a layer's attention in front of the core, from the
+/// normed input (with its SP gather): QKV (with its fp8 casts and RoPE), or
+/// MLA's down-projections, latent norms, up-projections and RoPE.
+void attention_projections_forward(const Job& job, const RankShape& r, Builder& b);
+void attention_projections_backward(const Job& job, const RankShape& r, Builder& b);
 
 // ---- Mixture of experts (moe_ops.cc) ------------------------------------------
 

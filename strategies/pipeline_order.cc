@@ -1,6 +1,7 @@
 #include "strategies/pipeline_order.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 
@@ -29,11 +30,86 @@ std::vector<Slot> one_f_one_b(int64_t p, int64_t v, int64_t m, int64_t s, SlotKi
   return out;
 }
 
+/// DualPipe's order of rank r (see pipeline_order.h).
+std::vector<Slot> dualpipe(int64_t p, int64_t m, int64_t r) {
+  const int64_t n = p / 2, half = std::min(r, p - 1 - r), chunks = m / 2;
+  const bool second_half = r >= n;
+  const bool middle = r == n - 1 || r == n;
+  // Phase 0 is the direction entering at this rank's end of the pipeline.
+  auto chunk_of = [&](int phase) { return static_cast<int32_t>(phase ^ (second_half ? 1 : 0)); };
+  std::array<int32_t, 2> next_f{0, 0}, next_b{0, 0};  // by chunk, index within its direction
+  auto mb = [&](int32_t chunk, int32_t index) {
+    return static_cast<int32_t>(chunk * chunks + index);
+  };
+  std::vector<Slot> out;
+  auto forward = [&](int phase) {
+    const int32_t c = chunk_of(phase);
+    out.push_back({SlotKind::kForward, mb(c, next_f[static_cast<size_t>(c)]++), c, -1, -1});
+  };
+  auto backward = [&](int phase, bool input_only) {
+    const int32_t c = chunk_of(phase);
+    out.push_back({input_only ? SlotKind::kBackwardInput : SlotKind::kBackward,
+                   mb(c, next_b[static_cast<size_t>(c)]++), c, -1, -1});
+  };
+  std::deque<Slot> deferred;  // input-only backwards whose W is pending, oldest first
+  auto weight = [&]() {
+    Slot w = deferred.front();
+    deferred.pop_front();
+    w.kind = SlotKind::kBackwardWeight;
+    out.push_back(w);
+  };
+  auto backward_zb = [&](int phase, bool input_only) {
+    backward(phase, input_only);
+    if (input_only) deferred.push_back(out.back());
+  };
+  auto pair = [&](int forward_phase, int backward_phase) {
+    const int32_t fc = chunk_of(forward_phase), bc = chunk_of(backward_phase);
+    out.push_back({SlotKind::kForwardBackward, mb(fc, next_f[static_cast<size_t>(fc)]++), fc,
+                   mb(bc, next_b[static_cast<size_t>(bc)]++), bc});
+  };
+  for (int64_t i = 0; i < 2 * (n - half - 1); ++i) forward(0);
+  for (int64_t i = 0; i < half + 1; ++i) {
+    forward(0);
+    forward(1);
+  }
+  for (int64_t i = 0; i < n - half - 1; ++i) {
+    backward_zb(1, true);
+    weight();
+    forward(1);
+  }
+  for (int64_t i = 0; i < chunks - p + half + 1; ++i) {
+    if (i == 0 && middle) {
+      forward(0);  // "we don't overlap these two chunks to further reduce bubble size"
+      backward_zb(1, false);
+    } else {
+      pair(0, 1);
+    }
+    pair(1, 0);
+  }
+  for (int64_t i = 0; i < n - half - 1; ++i) {
+    backward_zb(1, false);
+    pair(1, 0);
+  }
+  bool zb = false;
+  for (int64_t i = 0; i < half + 1; ++i) {
+    if (i == (half + 1) / 2 && half % 2 == 1) zb = true;
+    backward_zb(1, zb);
+    if (i == (half + 1) / 2 && half % 2 == 0) zb = true;
+    backward_zb(0, zb);
+  }
+  for (int64_t i = 0; i < n - half - 1; ++i) {
+    weight();
+    backward_zb(0, true);
+  }
+  for (int64_t i = 0; i < half + 1; ++i) weight();
+  return out;
+}
+
 std::vector<std::vector<Slot>> zero_bubble_h1(int64_t p, int64_t m) {
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   std::vector<std::vector<Slot>> fb(static_cast<size_t>(p));
   for (int64_t s = 0; s < p; ++s)
-    fb[static_cast<size_t>(s)] = one_f_one_b(p, 1, m, s, SlotKind::kBackward);
+    fb[static_cast<size_t>(s)] = one_f_one_b(p, 1, m, s, SlotKind::kBackwardInput);
   std::vector<std::vector<int64_t>> f_end(static_cast<size_t>(p),
                                           std::vector<int64_t>(static_cast<size_t>(m), kNever));
   std::vector<std::vector<int64_t>> b_end = f_end;
@@ -108,6 +184,9 @@ std::vector<std::vector<Slot>> pipeline_orders(const Job& job) {
       return out;
     case PipelineSchedule::kZeroBubble:
       return zero_bubble_h1(p, m);
+    case PipelineSchedule::kDualPipe:
+      for (int64_t s = 0; s < p; ++s) out[static_cast<size_t>(s)] = dualpipe(p, m, s);
+      return out;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "sim/number_format.h"
 
@@ -20,30 +21,96 @@ struct TrainingSetup {
   Optimizer optimizer = Optimizer::kAdam;
 };
 
-enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB, kInterleavedOneFOneB, kZeroBubble };
+enum class PipelineSchedule : uint8_t {
+  kGpipe,
+  kOneFOneB,
+  kInterleavedOneFOneB,
+  kZeroBubble,
+  kDualPipe,  ///< DeepSeek-V3's bidirectional schedule (two stages per rank)
+};
 enum class ContextAlgorithm : uint8_t { kRing, kUlysses, kAllGather };
 enum class RecomputeMode : uint8_t { kNone, kSelective, kFull, kEvery };
 /// The parallel dimensions, for rank layout and per-dimension reporting.
 enum class Dim : uint8_t { kTp, kCp, kEp, kDp, kPp };
 inline constexpr int kDims = 5;
 
+/// Megatron's selective-recompute modules (--recompute-modules), as bits.
+enum class RecomputeModule : uint8_t {
+  kCoreAttn,       ///< the attention core
+  kMlp,            ///< a dense layer's MLP, checkpointed whole
+  kMoe,            ///< an MoE layer's MLP block, checkpointed whole
+  kMoeAct,         ///< the routed experts' activation (output discarded)
+  kLayerNorm,      ///< the two norms of a layer (outputs discarded)
+  kMlaUpProj,      ///< MLA's up-projections and RoPE (outputs discarded)
+  kSharedExperts,  ///< the shared experts
+};
+constexpr uint32_t module_bit(RecomputeModule m) { return 1u << static_cast<unsigned>(m); }
+
 struct Recompute {
   RecomputeMode mode = RecomputeMode::kNone;
   int64_t every_layers = 0;  ///< with kEvery: checkpoint every C layers
+  /// The first `full_layers` layers of every model chunk recompute in full
+  /// (Megatron's --recompute-method block); the others follow `mode`.
+  int64_t full_layers = 0;
+  /// RecomputeModule bits (module_bit); with mode kSelective they say what
+  /// is recomputed, none set = the attention core.
+  uint32_t modules = 0;
+};
+
+/// What one model chunk (virtual pipeline stage) holds, in model order: an
+/// explicit pipeline layout (Megatron's --pipeline-model-parallel-layout).
+struct ChunkLayout {
+  int64_t layers = 0;      ///< transformer layers
+  bool embedding = false;  ///< "E"
+  int64_t mtp = 0;         ///< "m": multi-token-prediction modules
+  bool loss = false;       ///< "L": final norm, output layer and loss
+  auto operator<=>(const ChunkLayout&) const = default;
 };
 
 /// How the work is split.
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  /// Tensor parallelism inside each expert (Megatron's expert_tensor_parallel
+  /// size). MoE parallel folding: experts regroup the tp*cp*dp ranks of a
+  /// stage as expert_tp x ep x expert-dp, so ep * expert_tp divides tp*cp*dp.
+  int64_t expert_tp = 1;
   bool sequence_parallel = false;
   int zero = 0;             ///< 0..3 (3 = FSDP)
   int64_t shard_group = 0;  ///< HSDP shard group size; 0 = all of dp
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;
+  /// Explicit layer placement, pp * virtual_stages entries in model order;
+  /// empty = the default rule (job.h, chunk_layer_counts).
+  std::vector<ChunkLayout> layout;
   ContextAlgorithm context = ContextAlgorithm::kRing;
   Recompute recompute;
   /// Rank layout, innermost first (default tp-cp-ep-dp-pp).
   std::array<Dim, kDims> order{Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp};
+};
+
+/// How a framework moves tokens to and from the experts.
+enum class MoeDispatcher : uint8_t {
+  /// Megatron's alltoall dispatcher: permute, NCCL all-to-all over EP (one
+  /// copy per token and destination rank), sort by local expert; mirrored.
+  kAllToAll,
+  /// DeepEP / HybridEP (Megatron's flex dispatcher, DeepSeek's HAI-LLM): the
+  /// global permute inside the kernel, a token crosses the network once per
+  /// destination node and is forwarded over NVLink, on SMs of its own.
+  kFusedAllToAll,
+};
+
+/// The framework's mixture-of-experts mechanisms (set by the software
+/// preset; strategies knows no hardware, so SM counts are counts).
+struct MoeRuntime {
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  /// Shared experts on a stream of their own beside the dispatch and combine
+  /// all-to-alls (Megatron --moe-shared-expert-overlap).
+  bool shared_expert_overlap = false;
+  /// Format of dispatched tokens (DeepEP dispatches fp8, combines bf16).
+  sim::NumberFormat dispatch_format = sim::NumberFormat::kBf16;
+  /// SMs the fused dispatch/combine kernels hold while they run; 0 = the
+  /// NCCL kernel's channels (hwmodels::kernel_sms).
+  int64_t dispatch_sms = 0;
 };
 
 /// Which communication may overlap compute, and model-level knobs.
@@ -66,6 +133,7 @@ struct ScheduleOptions {
   /// (full gradients held during accumulation). Unset: what the frameworks do,
   /// see zero2_reduces_every_micro_batch().
   std::optional<bool> zero2_reduce_every_micro_batch;
+  MoeRuntime moe;
 };
 
 }  // namespace podsim::strategies

@@ -46,6 +46,9 @@ std::string Schedule::task_name(TaskId task) const {
     case TaskKind::kRecompute:
       out += "R";
       break;
+    case TaskKind::kForwardBackward:
+      out += "F&B";
+      break;
     case TaskKind::kOptimizer:
       out += "optimizer";
       break;
@@ -176,6 +179,8 @@ std::string_view to_string(TaskKind kind) {
       return "backward_weight";
     case TaskKind::kRecompute:
       return "recompute";
+    case TaskKind::kForwardBackward:
+      return "forward_backward";
     case TaskKind::kOptimizer:
       return "optimizer";
     case TaskKind::kComm:

@@ -25,10 +25,11 @@ namespace podsim::strategies {
 
 enum class TaskKind : uint8_t {
   kForward,
-  kBackward,        ///< input + weight gradients
-  kBackwardInput,   ///< zero-bubble B
-  kBackwardWeight,  ///< zero-bubble W
-  kRecompute,       ///< forward again before a backward, per recompute mode
+  kBackward,         ///< input + weight gradients
+  kBackwardInput,    ///< zero-bubble B
+  kBackwardWeight,   ///< zero-bubble W
+  kRecompute,        ///< forward again before a backward, per recompute mode
+  kForwardBackward,  ///< DualPipe: a forward and another micro-batch's backward, overlapped
   kOptimizer,
   kComm,
 };

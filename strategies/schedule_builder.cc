@@ -12,9 +12,9 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max
   s_.layout = Layout(job.plan);
   s_.micro_batches = micro_batches(job);
   p_ = job.plan.pp;
-  v_ = job.plan.virtual_stages;
+  v_ = chunks_per_stage(job);
   m_ = s_.micro_batches;
-  zb_ = job.plan.schedule == PipelineSchedule::kZeroBubble;
+  dualpipe_ = job.plan.schedule == PipelineSchedule::kDualPipe;
   zero_ = job.plan.zero;
   recompute_ = job.plan.recompute.mode != RecomputeMode::kNone;
   shard_ = shard_group_size(job);
@@ -22,7 +22,6 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max
   edp_ = expert_dp_size(job);
   needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
   per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
-  tensors_ = layer_tensors(job);
   const RankShape r = rank_shape(job);
   transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
   intern_lists();
@@ -39,10 +38,13 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max
     for (const ChunkInfo& c : stage_chunks(job, st)) stage.chunks.push_back(plan_chunk(job, c));
     stage.order = orders[static_cast<size_t>(st)];
     stage.last_grad_slot.assign(static_cast<size_t>(v_), -1);
-    const SlotKind grad_kind = zb_ ? SlotKind::kBackwardWeight : SlotKind::kBackward;
     for (size_t i = 0; i < stage.order.size(); ++i) {
-      if (stage.order[i].kind == grad_kind) {
-        stage.last_grad_slot[static_cast<size_t>(stage.order[i].chunk)] = static_cast<int64_t>(i);
+      const Slot& slot = stage.order[i];
+      const auto index = static_cast<int64_t>(i);
+      if (slot.kind == SlotKind::kBackward || slot.kind == SlotKind::kBackwardWeight) {
+        stage.last_grad_slot[static_cast<size_t>(slot.chunk)] = index;
+      } else if (slot.kind == SlotKind::kForwardBackward) {
+        stage.last_grad_slot[static_cast<size_t>(slot.backward_chunk)] = index;
       }
     }
   }
@@ -88,13 +90,30 @@ void Builder::reserve_every_rank() {
 }
 
 int32_t Builder::work(Pass pass, const Piece& piece) {
-  const auto key =
-      std::make_tuple(static_cast<int>(pass), piece.layers(), piece.embedding, piece.head);
+  auto key = std::make_pair(static_cast<int>(pass), piece.range);
   auto it = work_index_.find(key);
   if (it != work_index_.end()) return it->second;
   const auto index = static_cast<int32_t>(s_.works.size());
-  s_.works.push_back(make_work(job_, pass, piece.layers(), piece.embedding, piece.head));
-  work_index_.emplace(key, index);
+  s_.works.push_back(make_work(job_, pass, piece.range));
+  work_index_.emplace(std::move(key), index);
+  return index;
+}
+
+int32_t Builder::pair_work(const Piece& forward, const Piece& backward) {
+  auto key = std::make_pair(forward.range, backward.range);
+  auto it = pair_index_.find(key);
+  if (it != pair_index_.end()) return it->second;
+  const auto index = static_cast<int32_t>(s_.works.size());
+  Work w = make_work(job_, Pass::kForward, forward.range);
+  w.name = "forward & backward";
+  w.overlap_ep_comm = true;
+  for (const Pass pass : {Pass::kRecompute, Pass::kBackward}) {
+    for (Segment& seg : make_work(job_, pass, backward.range).segments) {
+      w.segments.push_back(std::move(seg));
+    }
+  }
+  s_.works.push_back(std::move(w));
+  pair_index_.emplace(std::move(key), index);
   return index;
 }
 
@@ -143,7 +162,6 @@ void Builder::build_rank(size_t ri) {
   last_grad_sync_.assign(static_cast<size_t>(v_), kNoTask);
   reduced_shards_.clear();
   const auto first_task = static_cast<TaskId>(s_.tasks.size());
-  const int64_t chunks_total = p_ * v_;
   const bool zero12 = zero_ == 1 || zero_ == 2;
 
   // ZeRO-1/2 with overlap: the parameter all-gathers of the previous
@@ -210,20 +228,52 @@ void Builder::build_rank(size_t ri) {
         tb.f_last[key] = f;
       }
       on_chunk_forward_end(tb.f_last[key], c, key);
-      if (c.info.model_chunk < chunks_total - 1) {
-        Task t = comm(Stream::kPpSendNext, CommPurpose::kActivation, CollectiveKind::kSendRecv,
-                      Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
-        t.peer = s_.layout.on_stage(rank_, (stage_ + 1) % p_);
-        const TaskId send = add(t);
-        dep(send, tb.f_last[key]);
-        tb.send_next[key] = send;
-        if (!job_.options.overlap_pp) blocking_.push_back(send);
-      }
+      send_forward(c, slot.chunk, slot.micro_batch, tb);
       continue;
     }
 
-    if (slot.kind == SlotKind::kBackward) {
-      const bool grad_slot = !zb_;
+    if (slot.kind == SlotKind::kForwardBackward) {
+      // DualPipe's overlapped pair: one computation, whole chunks (no bucket
+      // pieces), its gradients reduced after it when it is the chunk's last.
+      const ChunkPlan& fc = c;
+      const ChunkPlan& bc = st.chunks[static_cast<size_t>(slot.backward_chunk)];
+      const auto bkey = static_cast<size_t>(slot.backward_micro_batch * v_ + slot.backward_chunk);
+      const bool last_b =
+          static_cast<int64_t>(si) == st.last_grad_slot[static_cast<size_t>(slot.backward_chunk)];
+      const TaskId id = add(
+          compute(TaskKind::kForwardBackward, slot, fc, fc.whole, pair_work(fc.whole, bc.whole)));
+      on_forward(id, fc, fc.whole, key, !chunk_started[static_cast<size_t>(slot.chunk)]);
+      chunk_started[static_cast<size_t>(slot.chunk)] = true;
+      if (recompute_) {
+        // The backward half's recompute, brought back and freed inside the pair.
+        const RecomputeTensors back =
+            range_recompute_tensors(job_, bc.info, bc.whole.layer_begin, bc.whole.layer_end);
+        const uint32_t list =
+            piece_list(PieceList::kRecomputed, bc.whole, [&] { return back.tensors; });
+        release(hold(id, list, back.repeats, MemoryKind::kTemporaries), id);
+      }
+      release_kept(id, bc, bc.whole, bkey, Kept::kAll);
+      const std::array<size_t, 2> grads = hold_micro_batch_grads(id, bc.whole);
+      on_backward(id, bc, bc.whole, true);
+      tb.f_first[key] = tb.f_last[key] = id;
+      tb.b_first[bkey] = tb.b_last[bkey] = id;
+      dep(id, tb.f_last[bkey]);  // the backward's own forward
+      Slot backward = slot;
+      backward.micro_batch = slot.backward_micro_batch;
+      backward.chunk = slot.backward_chunk;
+      if (sync_now(last_b)) {
+        grad_sync(bc.whole, &backward, slot.backward_chunk,
+                  static_cast<int32_t>(bc.info.model_chunk), last_b, id, grads);
+      }
+      on_chunk_forward_end(id, fc, key);
+      on_chunk_backward_end(id, bkey);
+      send_forward(fc, slot.chunk, slot.micro_batch, tb);
+      send_backward(bc, slot.backward_chunk, slot.backward_micro_batch, tb);
+      continue;
+    }
+
+    if (slot.kind == SlotKind::kBackward || slot.kind == SlotKind::kBackwardInput) {
+      const bool grad_slot = slot.kind == SlotKind::kBackward;
       const std::vector<Piece>* bucket_pieces = grad_slot ? grad_pieces() : nullptr;
       const std::vector<Piece> pieces = zero_ == 3      ? reversed_units()
                                         : bucket_pieces ? *bucket_pieces
@@ -243,7 +293,8 @@ void Builder::build_rank(size_t ri) {
           const bool regather = zero_ == 3 && dp.regather_for_recompute;
           first = add(compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p)));
           // One layer (every C: C layers) brought back at a time.
-          const RecomputeTensors back = recompute_tensors(job_, tensors_, p.layers());
+          const RecomputeTensors back =
+              range_recompute_tensors(job_, c.info, p.layer_begin, p.layer_end);
           const uint32_t list = piece_list(PieceList::kRecomputed, p, [&] { return back.tensors; });
           recomputed = hold(first, list, back.repeats, MemoryKind::kTemporaries);
           for (TaskId g : gathers) dep(first, g);
@@ -254,13 +305,13 @@ void Builder::build_rank(size_t ri) {
             regathered = zero3_gather(p, slot, c, false, &gathered);
           }
         }
-        b = add(compute(zb_ ? TaskKind::kBackwardInput : TaskKind::kBackward, slot, c, p,
-                        work(zb_ ? Pass::kBackwardInput : Pass::kBackward, p)));
+        b = add(compute(grad_slot ? TaskKind::kBackward : TaskKind::kBackwardInput, slot, c, p,
+                        work(grad_slot ? Pass::kBackward : Pass::kBackwardInput, p)));
         for (TaskId g : regathered) dep(b, g);
         release(recomputed, b);
         release(gathered, b);
         std::array<size_t, 2> grads{kNoBuffer, kNoBuffer};
-        if (!zb_) {
+        if (grad_slot) {
           release_kept(b, c, p, key, Kept::kAll);
           grads = hold_micro_batch_grads(b, p);
         } else {
@@ -269,7 +320,7 @@ void Builder::build_rank(size_t ri) {
           release_kept(b, c, p, key, inputs_recomputed() ? Kept::kAll : Kept::kAllButWeightInputs);
           hold_for_weight_pass(b, c, p, key);
         }
-        on_backward(b, c, p, !zb_);
+        on_backward(b, c, p, grad_slot);
         if (first == kNoTask) {
           first = b;
           for (TaskId g : gathers) dep(b, g);
@@ -285,15 +336,7 @@ void Builder::build_rank(size_t ri) {
       }
       tb.b_last[key] = b;
       on_chunk_backward_end(b, key);
-      if (c.info.model_chunk > 0) {
-        Task t = comm(Stream::kPpSendPrev, CommPurpose::kGradient, CollectiveKind::kSendRecv,
-                      Dim::kPp, -1, transfer_bytes(), c.whole, slot.chunk, mc, slot.micro_batch);
-        t.peer = s_.layout.on_stage(rank_, (stage_ - 1 + p_) % p_);
-        const TaskId send = add(t);
-        dep(send, b);
-        tb.send_prev[key] = send;
-        if (!job_.options.overlap_pp) blocking_.push_back(send);
-      }
+      send_backward(c, slot.chunk, slot.micro_batch, tb);
       continue;
     }
 
@@ -351,7 +394,46 @@ void Builder::build_rank(size_t ri) {
   }
 }
 
+int64_t Builder::next_stage(int64_t stage, int32_t chunk) const {
+  if (dualpipe_ && chunk == 1) return stage - 1;  // the reverse direction
+  return (stage + 1) % p_;
+}
+int64_t Builder::previous_stage(int64_t stage, int32_t chunk) const {
+  if (dualpipe_ && chunk == 1) return stage + 1;
+  return (stage - 1 + p_) % p_;
+}
+
+void Builder::send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb) {
+  if (c.info.model_chunk >= model_chunk_count(job_) - 1) return;
+  const auto key = static_cast<size_t>(micro_batch * v_ + chunk);
+  Task t =
+      comm(Stream::kPpSendNext, CommPurpose::kActivation, CollectiveKind::kSendRecv, Dim::kPp, -1,
+           transfer_bytes(), c.whole, chunk, static_cast<int32_t>(c.info.model_chunk), micro_batch);
+  t.peer = s_.layout.on_stage(rank_, next_stage(stage_, chunk));
+  const TaskId send = add(t);
+  dep(send, tb.f_last[key]);
+  tb.send_next[key] = send;
+  if (!job_.options.overlap_pp) blocking_.push_back(send);
+}
+
+void Builder::send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb) {
+  if (c.info.model_chunk <= 0) return;
+  const auto key = static_cast<size_t>(micro_batch * v_ + chunk);
+  Task t =
+      comm(Stream::kPpSendPrev, CommPurpose::kGradient, CollectiveKind::kSendRecv, Dim::kPp, -1,
+           transfer_bytes(), c.whole, chunk, static_cast<int32_t>(c.info.model_chunk), micro_batch);
+  t.peer = s_.layout.on_stage(rank_, previous_stage(stage_, chunk));
+  const TaskId send = add(t);
+  dep(send, tb.b_last[key]);
+  tb.send_prev[key] = send;
+  if (!job_.options.overlap_pp) blocking_.push_back(send);
+}
+
 void Builder::link_pipeline() {
+  if (dualpipe_) {
+    link_dualpipe();
+    return;
+  }
   const int64_t chunks_total = p_ * v_;
   for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
     const int64_t rank = s_.ranks[ri];
@@ -372,6 +454,29 @@ void Builder::link_pipeline() {
           const Tables& src = tables_[source_index(rank, src_stage)];
           dep(tables_[ri].b_first[key], src.send_prev[static_cast<size_t>(mb * v_ + src_chunk)]);
         }
+      }
+    }
+  }
+}
+
+void Builder::link_dualpipe() {
+  // Chunk d of every rank carries direction d's micro-batches: from rank
+  // s-1 to s (d = 0) or s+1 to s (d = 1); each micro-batch has one chunk.
+  const int64_t half = m_ / 2;
+  for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
+    const int64_t rank = s_.ranks[ri];
+    const int64_t stage = s_.layout.stage(rank);
+    for (int64_t mb = 0; mb < m_; ++mb) {
+      const auto chunk = static_cast<int32_t>(mb < half ? 0 : 1);
+      const auto key = static_cast<size_t>(mb * v_ + chunk);
+      const int64_t before = previous_stage(stage, chunk), after = next_stage(stage, chunk);
+      if (before >= 0 && before < p_ && (chunk == 1 || stage > 0)) {
+        const Tables& src = tables_[source_index(rank, before)];
+        dep(tables_[ri].f_first[key], src.send_next[key]);
+      }
+      if (after >= 0 && after < p_ && (chunk == 0 ? stage < p_ - 1 : stage > 0)) {
+        const Tables& src = tables_[source_index(rank, after)];
+        dep(tables_[ri].b_first[key], src.send_prev[key]);
       }
     }
   }

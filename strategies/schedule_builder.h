@@ -38,7 +38,9 @@ inline double d(int64_t v) { return static_cast<double>(v); }
 struct Piece {
   int64_t layer_begin = 0, layer_end = 0;
   bool embedding = false, head = false;
+  int64_t mtp = 0;
   StageParams params;
+  WorkRange range;  ///< the layer kinds it covers (the key of its works and lists)
   int64_t layers() const { return layer_end - layer_begin; }
 };
 
@@ -50,13 +52,8 @@ struct ChunkPlan {
 };
 
 /// The pieces of chunk `c`: the whole chunk, its ZeRO-3 units and its
-/// gradient buckets, with their parameters and activation bytes.
+/// gradient buckets, with their parameters and layer kinds.
 ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c);
-
-/// The parameter tensors of `layers` layers (and the embedding / head) of a
-/// rank, in backward order: head, layers, embedding (schedule_memory.cc).
-std::vector<ParamTensor> piece_parameter_tensors(const Job& job, int64_t layers, bool embedding,
-                                                 bool head);
 
 // ---- The builder (schedule_builder.cc, schedule_dp.cc) -------------------------
 
@@ -79,6 +76,10 @@ class Builder {
 
   // -- works and groups --
   int32_t work(Pass pass, const Piece& piece);
+  /// DualPipe's overlapped pair: the forward of `forward` and the recompute
+  /// and backward of `backward` as one work whose EP communication hides
+  /// under its compute.
+  int32_t pair_work(const Piece& forward, const Piece& backward);
   int32_t optimizer_work(double params);
   int32_t group(int64_t rank, GroupKind kind) {
     int32_t& cached = group_cache_[static_cast<size_t>(kind)];
@@ -156,9 +157,11 @@ class Builder {
               Lifetime lifetime = Lifetime::kStep, Stream pool = Stream::kCompute);
   size_t hold(TaskId alloc, uint32_t list, int64_t repeats, MemoryKind kind,
               Lifetime lifetime = Lifetime::kStep, Stream pool = Stream::kCompute);
-  /// The tensor lists every layer uses, interned once (lists_).
+  /// The tensor lists that do not depend on a layer's kind, interned once
+  /// (lists_; per kind: kind_lists()).
   void intern_lists();
-  /// A list that depends on a piece's shape only, made once per shape.
+  /// A list that depends on a piece's range only (its layer kinds,
+  /// embedding, head and MTP modules), made once per range.
   enum class PieceList : uint8_t {
     kRecomputed,
     kDenseGrads,
@@ -173,7 +176,7 @@ class Builder {
   };
   template <typename Make>
   uint32_t piece_list(PieceList what, const Piece& p, Make make) {
-    const auto key = std::make_tuple(static_cast<int>(what), p.layers(), p.embedding, p.head);
+    auto key = std::make_pair(static_cast<int>(what), p.range);
     auto it = piece_lists_.find(key);
     if (it != piece_lists_.end()) return it->second;
     const uint32_t list = tensor_list(make());
@@ -265,9 +268,17 @@ class Builder {
   /// the SP-sharded tensor with sequence parallelism.
   double transfer_bytes() const { return transfer_bytes_; }
 
+  /// The stage a chunk's activations go to (and its gradients come from).
+  int64_t next_stage(int64_t stage, int32_t chunk) const;
+  int64_t previous_stage(int64_t stage, int32_t chunk) const;
+  /// The pipeline transfers after a forward / backward of (micro_batch, chunk).
+  void send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
+  void send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
+
   /// Every-rank scope: reserves the tasks and edges the build will make.
   void reserve_every_rank();
   void link_pipeline();
+  void link_dualpipe();
   size_t source_index(int64_t rank, int64_t stage) const {
     return static_cast<size_t>(s_.rank_index(s_.layout.on_stage(rank, stage)));
   }
@@ -278,36 +289,44 @@ class Builder {
   size_t max_tasks_;
   Schedule s_;
   int64_t p_ = 1, v_ = 1, m_ = 1;
-  bool zb_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;
+  bool dualpipe_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;
   int zero_ = 0;
   int64_t shard_ = 1, grad_group_ = 1, edp_ = 1;
-  LayerTensors tensors_;
-  struct Lists {
+  /// The tensor lists of one layer kind (kind_lists()).
+  struct KindLists {
     uint32_t kept = 0,
              kept_between_checkpoints = 0;  ///< what a layer keeps (every C: off-checkpoint)
     uint32_t rest = 0, weight_inputs = 0;   ///< zero-bubble: kept apart for W
-    uint32_t output_grads = 0, embedding = 0, head = 0;
+    uint32_t output_grads = 0;
+  };
+  std::map<LayerKind, KindLists> kind_lists_;
+  const KindLists& kind_lists(const LayerKind& kind);
+  struct Lists {
+    uint32_t embedding = 0, head = 0, mtp = 0;
     uint32_t loss_forward = 0, loss_backward = 0;  ///< the loss's working memory
     uint32_t backward_working = 0;                 ///< one layer's backward
     uint32_t stage_output = 0, logits = 0;         ///< what a stage sends on / the model returns
+    /// B and W are apart (zero-bubble, DualPipe) and the forward keeps the
+    /// GEMM inputs W reads.
     bool split_weight_inputs = false;
   } lists_;
   double transfer_bytes_ = 0;
   std::vector<Stage> stages_;
   std::vector<Tables> tables_;
   std::vector<std::pair<TaskId, TaskId>> edges_;  // (after, before)
-  std::map<std::tuple<int, int64_t, bool, bool>, int32_t> work_index_;
+  std::map<std::pair<int, WorkRange>, int32_t> work_index_;
+  std::map<std::pair<WorkRange, WorkRange>, int32_t> pair_index_;
   std::map<double, int32_t> optimizer_index_;
   std::map<std::vector<int64_t>, int32_t> group_index_;
   std::map<std::vector<double>, uint32_t> tensor_list_index_;
-  std::map<std::tuple<int, int64_t, bool, bool>, uint32_t> piece_lists_;
+  std::map<std::pair<int, WorkRange>, uint32_t> piece_lists_;
 
   // Per-rank state while building.
   int64_t rank_ = 0, stage_ = 0;
   std::vector<TaskId> blocking_;   ///< the next compute task waits for these
   std::vector<TaskId> consumers_;  ///< ZeRO-3: compute tasks that used gathered weights
   /// Kept activation buffers of the rank, per slot key (mb * v + chunk): per
-  /// layer of the chunk, then the embedding and the head.
+  /// layer of the chunk, then the embedding, the head and the MTP modules.
   struct KeptLayer {
     size_t rest = kNoBuffer;           ///< all it keeps but what follows
     size_t weight_inputs = kNoBuffer;  ///< zero-bubble: the GEMM inputs W reads

@@ -68,7 +68,7 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
     const double fraction = copy ? 1.0 : 1.0 - 1.0 / d(size);
     auto weights = [&] {
       std::vector<double> tensors;
-      for (const ParamTensor& w : piece_parameter_tensors(job_, p.layers(), p.embedding, p.head)) {
+      for (const ParamTensor& w : range_parameter_tensors(job_, p.range)) {
         if (w.expert == expert) tensors.push_back(w.elements * e * fraction);
       }
       return tensors;

@@ -8,18 +8,26 @@
 
 namespace podsim::strategies::schedule_detail {
 
-std::vector<ParamTensor> piece_parameter_tensors(const Job& job, int64_t layers, bool embedding,
-                                                 bool head) {
-  std::vector<ParamTensor> out;
-  if (head) out = head_parameter_tensors(job);
-  const std::vector<ParamTensor> layer = layer_parameter_tensors(job);
-  for (int64_t l = 0; l < layers; ++l) out.insert(out.end(), layer.begin(), layer.end());
-  if (embedding) {
-    const std::vector<ParamTensor> e = embedding_parameter_tensors(job);
-    out.insert(out.end(), e.begin(), e.end());
+namespace {
+
+/// One layer of `range` (its largest by parameters) with its embedding,
+/// head and MTP modules: what a framework that takes the gradients layer by
+/// layer holds at once.
+WorkRange one_layer_range(const Job& job, const WorkRange& range) {
+  WorkRange one = range;
+  one.runs.clear();
+  double largest = -1;
+  for (const LayerRun& run : range.runs) {
+    const double params = layer_parameters(job, run.kind).total();
+    if (run.count > 0 && params > largest) {
+      largest = params;
+      one.runs = {LayerRun{run.kind, 1}};
+    }
   }
-  return out;
+  return one;
 }
+
+}  // namespace
 
 uint32_t Builder::tensor_list(const std::vector<double>& tensors) {
   auto it = tensor_list_index_.find(tensors);
@@ -56,42 +64,38 @@ size_t Builder::hold(TaskId alloc, uint32_t list, int64_t repeats, MemoryKind ki
 void Builder::keep_activations(TaskId forward, const ChunkPlan& c, const Piece& p, size_t key) {
   std::vector<KeptLayer>& kept = kept_[key];
   const auto layers = static_cast<size_t>(c.info.layers());
-  if (kept.empty()) kept.resize(layers + 2);
-  for (int64_t l = p.layer_begin; l < p.layer_end; ++l) {
-    KeptLayer& k = kept[static_cast<size_t>(l - c.info.layer_begin)];
-    if (lists_.split_weight_inputs) {
-      // Zero-bubble W reads the GEMM inputs after B: kept apart.
-      k.rest = hold(forward, lists_.rest, 1, MemoryKind::kActivations);
-      k.weight_inputs = hold(forward, lists_.weight_inputs, 1, MemoryKind::kActivations);
-    } else {
-      const bool checkpoint = job_.plan.recompute.mode != RecomputeMode::kEvery ||
-                              (l - c.info.layer_begin) % job_.plan.recompute.every_layers == 0;
-      k.rest = hold(forward, checkpoint ? lists_.kept : lists_.kept_between_checkpoints, 1,
-                    MemoryKind::kActivations);
+  if (kept.empty()) kept.resize(layers + 3);
+  int64_t l = p.layer_begin;
+  for (const LayerRun& run : p.range.runs) {
+    const KindLists& lists = kind_lists(run.kind);
+    for (int64_t i = 0; i < run.count; ++i, ++l) {
+      KeptLayer& k = kept[static_cast<size_t>(l - c.info.layer_begin)];
+      if (lists_.split_weight_inputs && !run.kind.full_recompute) {
+        // Zero-bubble W reads the GEMM inputs after B: kept apart.
+        k.rest = hold(forward, lists.rest, 1, MemoryKind::kActivations);
+        k.weight_inputs = hold(forward, lists.weight_inputs, 1, MemoryKind::kActivations);
+      } else {
+        const bool checkpoint = job_.plan.recompute.mode != RecomputeMode::kEvery ||
+                                (l - c.info.layer_begin) % job_.plan.recompute.every_layers == 0;
+        k.rest = hold(forward, checkpoint ? lists.kept : lists.kept_between_checkpoints, 1,
+                      MemoryKind::kActivations);
+      }
     }
   }
   if (p.embedding) kept[layers].rest = hold(forward, lists_.embedding, 1, MemoryKind::kActivations);
   if (p.head) kept[layers + 1].rest = hold(forward, lists_.head, 1, MemoryKind::kActivations);
+  if (p.mtp > 0) {
+    kept[layers + 2].rest = hold(forward, lists_.mtp, p.mtp, MemoryKind::kActivations);
+  }
 }
 
 void Builder::intern_lists() {
-  lists_.split_weight_inputs = zb_ && !inputs_recomputed();
-  std::vector<double> rest = tensors_.other_saved;
-  if (job_.plan.recompute.mode == RecomputeMode::kNone) {
-    rest.insert(rest.end(), tensors_.core.begin(), tensors_.core.end());
-  }
-  lists_.rest = tensor_list(rest);
-  lists_.weight_inputs = tensor_list(tensors_.weight_inputs);
-  lists_.output_grads = tensor_list(tensors_.output_grads);
-  // kept_tensors() of a checkpoint layer (every layer but under every-C)
-  // and of a layer between checkpoints.
-  ChunkInfo one;
-  one.layer_begin = 0;
-  one.layer_end = 2;
-  lists_.kept = tensor_list(kept_tensors(job_, tensors_, one, 0));
-  lists_.kept_between_checkpoints = tensor_list(kept_tensors(job_, tensors_, one, 1));
+  // B and W apart: zero-bubble, and DualPipe's backward halves.
+  lists_.split_weight_inputs =
+      (job_.plan.schedule == PipelineSchedule::kZeroBubble || dualpipe_) && !inputs_recomputed();
   lists_.embedding = tensor_list(embedding_tensors(job_));
   lists_.head = tensor_list(head_tensors(job_));
+  lists_.mtp = tensor_list(mtp_tensors(job_));
   const LossMemory loss = loss_memory(job_);
   const double logits = logit_elements(job_);
   auto per_logit = [&](const std::vector<double>& bytes) {
@@ -104,6 +108,28 @@ void Builder::intern_lists() {
   lists_.backward_working = tensor_list(backward_working_tensors(job_));
   lists_.stage_output = tensor_list({transfer_bytes_});
   lists_.logits = tensor_list({logits * rank_shape(job_).e});
+}
+
+const Builder::KindLists& Builder::kind_lists(const LayerKind& kind) {
+  auto it = kind_lists_.find(kind);
+  if (it != kind_lists_.end()) return it->second;
+  const LayerTensors tensors = layer_tensors(job_, kind);
+  KindLists lists;
+  std::vector<double> rest = tensors.other_saved;
+  if (job_.plan.recompute.mode == RecomputeMode::kNone) {
+    rest.insert(rest.end(), tensors.core.begin(), tensors.core.end());
+  }
+  lists.rest = tensor_list(rest);
+  lists.weight_inputs = tensor_list(tensors.weight_inputs);
+  lists.output_grads = tensor_list(tensors.output_grads);
+  // kept_tensors() of a checkpoint layer (every layer but under every-C)
+  // and of a layer between checkpoints.
+  ChunkInfo one;
+  one.layer_begin = 0;
+  one.layer_end = 2;
+  lists.kept = tensor_list(kept_tensors(job_, tensors, one, 0));
+  lists.kept_between_checkpoints = tensor_list(kept_tensors(job_, tensors, one, 1));
+  return kind_lists_.emplace(kind, lists).first->second;
 }
 
 void Builder::on_forward(TaskId f, const ChunkPlan& c, const Piece& p, size_t key,
@@ -119,7 +145,7 @@ void Builder::on_forward(TaskId f, const ChunkPlan& c, const Piece& p, size_t ke
     const double e = weight_element_bytes(job_);
     const uint32_t list = piece_list(PieceList::kWeights, p, [&] {
       std::vector<double> tensors;
-      for (const ParamTensor& t : piece_parameter_tensors(job_, p.layers(), p.embedding, p.head)) {
+      for (const ParamTensor& t : range_parameter_tensors(job_, p.range)) {
         tensors.push_back(t.elements * e);
       }
       return tensors;
@@ -160,8 +186,7 @@ void Builder::on_weight_grads(TaskId task, const ChunkPlan& c, const Piece& p) {
     const double e = weight_element_bytes(job_);
     const uint32_t list = piece_list(PieceList::kAutogradGrads, p, [&] {
       std::vector<double> tensors;
-      for (const ParamTensor& t :
-           piece_parameter_tensors(job_, std::min<int64_t>(p.layers(), 1), p.embedding, p.head)) {
+      for (const ParamTensor& t : range_parameter_tensors(job_, one_layer_range(job_, p.range))) {
         tensors.push_back(t.elements * e);
       }
       return tensors;
@@ -179,11 +204,9 @@ void Builder::on_weight_grads(TaskId task, const ChunkPlan& c, const Piece& p) {
     return;
   }
   chunk_grads_held_[ci] = true;
-  const ChunkInfo& i = c.info;
   const uint32_t list = piece_list(PieceList::kAccumulatedGrads, c.whole, [&] {
     std::vector<double> tensors;
-    for (const ParamTensor& t :
-         piece_parameter_tensors(job_, i.layers(), i.has_embedding, i.has_head)) {
+    for (const ParamTensor& t : range_parameter_tensors(job_, c.whole.range)) {
       tensors.push_back(t.elements * grad_element_bytes(job_));
     }
     return tensors;
@@ -207,8 +230,7 @@ void Builder::on_reduce_scatter(TaskId rs, const Piece& p, int32_t chunk, bool e
   const uint32_t list =
       piece_list(expert ? PieceList::kExpertShards : PieceList::kStepGrads, p, [&] {
         std::vector<double> tensors;
-        for (const ParamTensor& t :
-             piece_parameter_tensors(job_, p.layers(), p.embedding, p.head)) {
+        for (const ParamTensor& t : range_parameter_tensors(job_, p.range)) {
           if (t.expert == expert) tensors.push_back(tensor_state(job_, t.elements, t.expert).grads);
         }
         return tensors;
@@ -227,7 +249,7 @@ void Builder::finish_rank_memory(TaskId first, TaskId optimizer, const Stage& st
     // A receive buffer per micro-batch for what each chunk gets from the
     // stage before (activations) and after (gradients), made in the first
     // step and kept.
-    const int64_t chunks_total = p_ * v_;
+    const int64_t chunks_total = model_chunk_count(job_);
     for (const ChunkPlan& c : st.chunks) {
       const int64_t links =
           (c.info.model_chunk > 0 ? 1 : 0) + (c.info.model_chunk < chunks_total - 1 ? 1 : 0);
@@ -244,11 +266,9 @@ void Builder::finish_rank_memory(TaskId first, TaskId optimizer, const Stage& st
     // Unsharded until its last reduce-scatter; its shard from then on.
     const TaskId reduced = last_grad_sync_[ci] != kNoTask ? last_grad_sync_[ci] : optimizer;
     release(accumulator, reduced);
-    const ChunkInfo& i = c.info;
     const uint32_t list = piece_list(PieceList::kStepGrads, c.whole, [&] {
       std::vector<double> tensors;
-      for (const ParamTensor& t :
-           piece_parameter_tensors(job_, i.layers(), i.has_embedding, i.has_head)) {
+      for (const ParamTensor& t : range_parameter_tensors(job_, c.whole.range)) {
         tensors.push_back(t.elements * grad_element_bytes(job_) / d(t.expert ? edp_ : shard_));
       }
       return tensors;
@@ -273,15 +293,21 @@ void Builder::release_kept(TaskId free, const ChunkPlan& c, const Piece& p, size
   if (part == Kept::kWeightInputsAndOutputGrads) return;
   if (p.embedding) give_back(kept[layers]);
   if (p.head) give_back(kept[layers + 1]);
+  if (p.mtp > 0) give_back(kept[layers + 2]);
 }
 
 void Builder::hold_for_weight_pass(TaskId b, const ChunkPlan& c, const Piece& p, size_t key) {
   std::vector<KeptLayer>& kept = kept_[key];
-  for (int64_t l = p.layer_begin; l < p.layer_end; ++l) {
-    KeptLayer& k = kept[static_cast<size_t>(l - c.info.layer_begin)];
-    if (inputs_recomputed())
-      k.weight_inputs = hold(b, lists_.weight_inputs, 1, MemoryKind::kActivations);
-    k.output_grads = hold(b, lists_.output_grads, 1, MemoryKind::kActivations);
+  int64_t l = p.layer_begin;
+  for (const LayerRun& run : p.range.runs) {
+    const KindLists& lists = kind_lists(run.kind);
+    for (int64_t i = 0; i < run.count; ++i, ++l) {
+      KeptLayer& k = kept[static_cast<size_t>(l - c.info.layer_begin)];
+      if (inputs_recomputed() || run.kind.full_recompute) {
+        k.weight_inputs = hold(b, lists.weight_inputs, 1, MemoryKind::kActivations);
+      }
+      k.output_grads = hold(b, lists.output_grads, 1, MemoryKind::kActivations);
+    }
   }
 }
 
@@ -290,7 +316,7 @@ std::array<size_t, 2> Builder::hold_micro_batch_grads(TaskId producer, const Pie
   if (!per_mb_sync_) return out;
   auto grads = [&](bool expert) {
     std::vector<double> tensors;
-    for (const ParamTensor& t : piece_parameter_tensors(job_, p.layers(), p.embedding, p.head)) {
+    for (const ParamTensor& t : range_parameter_tensors(job_, p.range)) {
       if (t.expert == expert) tensors.push_back(t.elements * grad_element_bytes(job_));
     }
     return tensors;
@@ -313,9 +339,7 @@ void Builder::hold_standing(TaskId first, TaskId optimizer, const Stage& st) {
   // are reduce-scattered every micro-batch (then only the shard stands).
   std::vector<double> weights, grads, master, moments;
   for (const ChunkPlan& c : st.chunks) {
-    const ChunkInfo& i = c.info;
-    for (const ParamTensor& t :
-         piece_parameter_tensors(job_, i.layers(), i.has_embedding, i.has_head)) {
+    for (const ParamTensor& t : range_parameter_tensors(job_, c.whole.range)) {
       const TensorState s = tensor_state(job_, t.elements, t.expert);
       weights.push_back(s.weights);
       grads.push_back(s.grads);

@@ -12,11 +12,21 @@ void add_params(StageParams& to, const StageParams& from, double times = 1.0) {
   to.expert += times * from.expert;
 }
 
-Piece piece_of(const Job& job, int64_t begin, int64_t end, bool embedding, bool head) {
-  Piece p{begin, end, embedding, head, {}};
-  add_params(p.params, layer_parameters(job), d(end - begin));
-  if (embedding) add_params(p.params, embedding_parameters(job));
-  if (head) add_params(p.params, head_parameters(job));
+/// Sets what a piece of chunk `c` covers from its layer range and flags.
+void set_range(const Job& job, const ChunkInfo& c, Piece& p) {
+  p.range = {layer_runs(job, c, p.layer_begin, p.layer_end), p.embedding, p.head, p.mtp};
+}
+
+Piece piece_of(const Job& job, const ChunkInfo& c, int64_t begin, int64_t end, bool embedding,
+               bool head, int64_t mtp) {
+  Piece p;
+  p.layer_begin = begin;
+  p.layer_end = end;
+  p.embedding = embedding;
+  p.head = head;
+  p.mtp = mtp;
+  set_range(job, c, p);
+  p.params = range_parameters(job, p.range);
   return p;
 }
 
@@ -25,12 +35,15 @@ Piece piece_of(const Job& job, int64_t begin, int64_t end, bool embedding, bool 
 ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
   ChunkPlan cp;
   cp.info = c;
-  cp.whole = piece_of(job, c.layer_begin, c.layer_end, c.has_embedding, c.has_head);
+  cp.whole = piece_of(job, c, c.layer_begin, c.layer_end, c.has_embedding, c.has_head, c.mtp);
   const int64_t unit = job.options.fsdp_unit_layers;
-  for (int64_t l = c.layer_begin; l < c.layer_end; l += unit) {
+  for (int64_t l = c.layer_begin; l < c.layer_end || (l == c.layer_begin && c.layers() == 0);
+       l += unit) {
     const int64_t end = std::min(l + unit, c.layer_end);
-    cp.units.push_back(piece_of(job, l, end, c.has_embedding && l == c.layer_begin,
-                                c.has_head && end == c.layer_end));
+    const bool last = end == c.layer_end;
+    cp.units.push_back(piece_of(job, c, l, end, c.has_embedding && l == c.layer_begin,
+                                c.has_head && last, last ? c.mtp : 0));
+    if (c.layers() == 0) break;
   }
   // Buckets in backward order: head, last layer ... first layer, embedding;
   // a bucket closes once it holds the bucket size (Megatron fills buckets in
@@ -39,20 +52,29 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c) {
       job.options.dp_bucket_params > 0
           ? job.options.dp_bucket_params
           : std::max(kMegatronBucketFloor, kMegatronBucketPerRank * grad_group_size(job));
-  Piece open{c.layer_end, c.layer_end, false, false, {}};
+  Piece open;
+  open.layer_begin = open.layer_end = c.layer_end;
   auto close = [&]() {
-    if (open.layers() > 0 || open.embedding || open.head) cp.buckets.push_back(open);
-    open = Piece{open.layer_begin, open.layer_begin, false, false, {}};
+    if (open.layers() > 0 || open.embedding || open.head || open.mtp > 0) {
+      set_range(job, c, open);
+      open.params = range_parameters(job, open.range);
+      cp.buckets.push_back(open);
+    }
+    Piece next;
+    next.layer_begin = next.layer_end = open.layer_begin;
+    open = next;
   };
   auto full = [&]() { return open.params.total() >= d(threshold); };
-  if (c.has_head) {
-    open.head = true;
-    add_params(open.params, head_parameters(job));
+  if (c.has_head || c.mtp > 0) {
+    open.head = c.has_head;
+    open.mtp = c.mtp;
+    set_range(job, c, open);
+    open.params = range_parameters(job, open.range);
     if (full()) close();
   }
   for (int64_t l = c.layer_end - 1; l >= c.layer_begin; --l) {
     open.layer_begin = l;
-    add_params(open.params, layer_parameters(job));
+    add_params(open.params, layer_parameters(job, layer_runs(job, c, l, l + 1).front().kind));
     if (full()) close();
   }
   if (c.has_embedding) {

@@ -74,31 +74,18 @@ LossKernels loss_kernels(LossImpl impl) {
   return {38, 6, 14, 2};
 }
 
-/// Share of the QKV product that is model work: when tp > kv_heads each rank
-/// computes a whole replicated KV head, of which only kv_heads/tp is its own.
-double qkv_model_fraction(const Job& job, const RankShape& r) {
-  const double own_kv = d(kv_heads(job.model)) / d(r.tp);
-  return (d(r.heads) + 2 * own_kv) / d(r.heads + 2 * r.kv_heads);
-}
-
-void layer_forward(const Job& job, const RankShape& r, Builder& b) {
-  const int64_t d_h = r.head_dim;
-  const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * d_h;
+void layer_forward(const Job& job, const RankShape& r, const LayerKind& kind, Builder& b) {
+  const ops::AttnDims a = ops::attention_dims(job, r, kind);
   norm_forward(job, r, b, "attn_norm");
-  fp8_forward_casts(job, b, "qkv", d(r.norm_tokens) * d(r.hidden), d(r.hidden) * d(qkv_out), true);
-  sp_gather_forward(job, r, b, "attn_input_gather");
-  b.gemm("qkv", r.tokens, qkv_out, r.hidden, 1, qkv_model_fraction(job, r)).saved_bytes =
-      column_input_saved(r);
-  rope_forward(job, r, b);
-  attention_core_forward(job, r, b);
-  fp8_forward_casts(job, b, "attn_out", d(r.tokens) * d(r.heads * d_h),
-                    d(r.heads * d_h) * d(r.hidden), false);
+  ops::attention_projections_forward(job, r, b);
+  attention_core_forward(job, r, a, b);
+  fp8_forward_casts(job, b, "attn_out", d(r.tokens) * a.o_width, a.o_width * d(r.hidden), false);
   const int32_t out = b.size();
-  b.gemm("attn_out", r.tokens, r.hidden, r.heads * d_h).saved_bytes =
-      d(r.tokens) * d(r.heads * d_h) * r.e;
+  const auto o_width = static_cast<int64_t>(a.o_width);
+  b.gemm("attn_out", r.tokens, r.hidden, o_width).saved_bytes = d(r.tokens) * a.o_width * r.e;
   tp_reduce_forward(job, r, b, "attn_reduce", out, full_hidden_bytes(r));
   residual_norm_forward(job, r, b, "attn_residual", "mlp_norm");
-  if (job.model.moe) {
+  if (kind.moe) {
     moe_forward(job, r, b);
   } else {
     fp8_forward_casts(job, b, "mlp_fc1", d(r.norm_tokens) * d(r.hidden),
@@ -109,11 +96,10 @@ void layer_forward(const Job& job, const RankShape& r, Builder& b) {
   residual_forward(job, r, b, "mlp_residual");
 }
 
-void layer_backward(const Job& job, const RankShape& r, Builder& b) {
-  const int64_t d_h = r.head_dim;
-  const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * d_h;
+void layer_backward(const Job& job, const RankShape& r, const LayerKind& kind, Builder& b) {
+  const ops::AttnDims a = ops::attention_dims(job, r, kind);
   residual_backward(job, r, b, "mlp_residual_bwd");
-  if (job.model.moe) {
+  if (kind.moe) {
     moe_backward(job, r, b);
   } else {
     dense_mlp_backward(job, r, b, "mlp", r.ffn);
@@ -121,11 +107,9 @@ void layer_backward(const Job& job, const RankShape& r, Builder& b) {
   norm_backward(job, r, b, "mlp_norm_bwd");
   residual_backward(job, r, b, "attn_residual_bwd");
   fp8_grad_cast(job, b, "attn_out", d(r.norm_tokens) * d(r.hidden));
-  row_linear_backward(r, b, "attn_out", r.heads * d_h, r.hidden);
-  attention_core_backward(job, r, b);
-  rope_backward(job, r, b);
-  fp8_grad_cast(job, b, "qkv", d(r.tokens) * d(qkv_out));
-  column_linear_backward(r, b, "qkv", r.hidden, qkv_out, qkv_model_fraction(job, r));
+  row_linear_backward(r, b, "attn_out", static_cast<int64_t>(a.o_width), r.hidden);
+  attention_core_backward(job, r, a, b);
+  ops::attention_projections_backward(job, r, b);
   norm_backward(job, r, b, "attn_norm_bwd");
 }
 
@@ -202,6 +186,13 @@ std::vector<Op> as_recompute(std::vector<Op> ops) {
 double AttentionShape::score_elements() const {
   const double q = d(q_len), kv = d(kv_len);
   if (!causal) return q * kv;
+  if (window > 0 && d(window) < kv && q == kv) {
+    // Query i sees min(window, i + 1) keys; the window-free count below keeps
+    // flash's convention (q kv - q^2 / 2), so the windowed one takes the same
+    // halving of the diagonal: q w - w^2 / 2.
+    const double w = d(window);
+    return q * w - w * w / 2;
+  }
   return q <= kv ? q * kv - q * q / 2 : kv * kv / 2;
 }
 
@@ -251,12 +242,14 @@ RankShape rank_shape(const Job& job) {
   r.tp = p.tp;
   r.cp = p.cp;
   r.ep = p.ep;
+  r.etp = p.expert_tp;
   r.b = job.training.micro_batch;
   r.s = job.training.seq_len;
   r.s_local = r.s / p.cp;
   r.tokens = r.b * r.s_local;
   r.sp = p.sequence_parallel && p.tp > 1;
   r.norm_tokens = r.sp ? r.tokens / p.tp : r.tokens;
+  r.moe_tokens = r.tokens / p.tp;
   r.hidden = m.hidden;
   r.heads = m.heads / p.tp;
   r.kv_heads = std::max<int64_t>(1, kv_heads(m) / p.tp);
@@ -277,13 +270,14 @@ RankShape rank_shape(const Job& job) {
   return r;
 }
 
-std::vector<Op> layer_ops(const Job& job, Pass pass) {
+std::vector<Op> layer_ops(const Job& job, const LayerKind& kind, Pass pass) {
   const RankShape r = rank_shape(job);
   if (pass == Pass::kForward || pass == Pass::kRecompute) {
     Builder b(r, OpRole::kForward);
-    layer_forward(job, r, b);
+    layer_forward(job, r, kind, b);
     std::vector<Op> ops = b.take();
     if (pass == Pass::kForward) return ops;
+    if (kind.full_recompute) return as_recompute(std::move(ops));
     switch (job.plan.recompute.mode) {
       case RecomputeMode::kNone:
         return {};
@@ -299,8 +293,20 @@ std::vector<Op> layer_ops(const Job& job, Pass pass) {
     return {};
   }
   Builder b(r, OpRole::kInputGrad);
-  layer_backward(job, r, b);
+  layer_backward(job, r, kind, b);
   return split_backward(b.take(), pass);
+}
+
+LayerKind typical_layer_kind(const Job& job) {
+  const ModelShape& m = job.model;
+  const bool moe = m.moe.has_value() && dense_layer_count(m) * 2 <= m.layers;
+  int64_t sliding = 0;
+  for (int64_t l = 0; l < m.layers; ++l) sliding += is_sliding_layer(m, l) ? 1 : 0;
+  return {moe, sliding * 2 > m.layers, false};
+}
+
+std::vector<Op> layer_ops(const Job& job, Pass pass) {
+  return layer_ops(job, typical_layer_kind(job), pass);
 }
 
 std::vector<Op> embedding_ops(const Job& job, Pass pass) {
@@ -381,7 +387,49 @@ std::vector<Op> optimizer_ops(const Job& job, double params) {
   return b.take();
 }
 
-Work make_work(const Job& job, Pass pass, int64_t layers, bool embedding, bool head) {
+std::vector<Op> mtp_ops(const Job& job, Pass pass) {
+  const RankShape r = rank_shape(job);
+  if (pass == Pass::kRecompute) return {};
+  const double full = full_hidden_bytes(r);
+  const LayerKind kind = mtp_layer_kind(job);
+  // DeepSeek-V3 section 2.2: h'_i = M [RMSNorm(h_i); RMSNorm(Emb(t_{i+1}))],
+  // one transformer block, then the shared output head.
+  if (pass == Pass::kForward) {
+    Builder b(r, OpRole::kForward);
+    b.memory("mtp_embed_lookup", 2 * full, 0);
+    b.collective("mtp_embed_reduce", Dim::kTp,
+                 r.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, full);
+    norm_forward(job, r, b, "mtp_hidden_norm");
+    norm_forward(job, r, b, "mtp_embed_norm");
+    sp_gather_forward(job, r, b, "mtp_input_gather");
+    const int32_t proj = b.size();
+    b.gemm("mtp_eh_proj", r.tokens, r.hidden / r.tp, 2 * r.hidden).saved_bytes =
+        2 * column_input_saved(r);
+    tp_reduce_forward(job, r, b, "mtp_eh_proj_gather", proj, full);
+    layer_forward(job, r, kind, b);
+    std::vector<Op> ops = b.take();
+    for (Op& op : head_ops(job, Pass::kForward)) ops.push_back(std::move(op));
+    return ops;
+  }
+  std::vector<Op> ops = head_ops(job, pass);
+  Builder b(r, OpRole::kInputGrad);
+  layer_backward(job, r, kind, b);
+  b.collective("mtp_eh_proj_dout_gather", Dim::kTp, CollectiveKind::kAllGather, full);
+  b.gemm("mtp_eh_proj_dgrad", r.tokens, 2 * r.hidden, r.hidden / r.tp);
+  b.set_role(OpRole::kWeightGrad);
+  b.gemm("mtp_eh_proj_wgrad", 2 * r.hidden, r.hidden / r.tp, r.tokens);
+  b.set_role(OpRole::kInputGrad);
+  norm_backward(job, r, b, "mtp_embed_norm_bwd");
+  norm_backward(job, r, b, "mtp_hidden_norm_bwd");
+  b.set_role(OpRole::kWeightGrad);
+  b.memory("mtp_embed_wgrad", full + 2 * d(r.tokens) * d(r.hidden) * grad_element_bytes(job),
+           d(r.tokens) * d(r.hidden));
+  b.set_role(OpRole::kInputGrad);
+  for (Op& op : split_backward(b.take(), pass)) ops.push_back(std::move(op));
+  return ops;
+}
+
+Work make_work(const Job& job, Pass pass, const WorkRange& range) {
   Work w;
   const bool forward = pass == Pass::kForward || pass == Pass::kRecompute;
   const char* pass_name = pass == Pass::kForward          ? "forward"
@@ -389,27 +437,43 @@ Work make_work(const Job& job, Pass pass, int64_t layers, bool embedding, bool h
                           : pass == Pass::kBackwardInput  ? "backward_input"
                           : pass == Pass::kBackwardWeight ? "backward_weight"
                                                           : "recompute";
+  int64_t layers = 0;
+  for (const LayerRun& run : range.runs) layers += run.count;
   w.name = std::string(pass_name) + " " + std::to_string(layers) + " layers" +
-           (embedding ? " +embedding" : "") + (head ? " +head" : "");
+           (range.embedding ? " +embedding" : "") + (range.mtp > 0 ? " +mtp" : "") +
+           (range.head ? " +head" : "");
   auto add = [&w](std::string name, int64_t repeat, std::vector<Op> ops) {
     if (ops.empty() || repeat == 0) return;
     w.segments.push_back({std::move(name), repeat, std::move(ops)});
   };
+  auto add_layers = [&](const LayerRun& run) {
+    add(run.kind.moe ? "moe layer" : "layer", run.count, layer_ops(job, run.kind, pass));
+  };
   if (forward) {
-    if (embedding) add("embedding", 1, embedding_ops(job, pass));
-    add("layer", layers, layer_ops(job, pass));
-    if (head) add("head", 1, head_ops(job, pass));
+    if (range.embedding) add("embedding", 1, embedding_ops(job, pass));
+    for (const LayerRun& run : range.runs) add_layers(run);
+    if (range.head) add("head", 1, head_ops(job, pass));
+    add("mtp", range.mtp, mtp_ops(job, pass));
   } else {
-    if (head) add("head", 1, head_ops(job, pass));
-    add("layer", layers, layer_ops(job, pass));
-    if (embedding) add("embedding", 1, embedding_ops(job, pass));
+    add("mtp", range.mtp, mtp_ops(job, pass));
+    if (range.head) add("head", 1, head_ops(job, pass));
+    for (auto it = range.runs.rbegin(); it != range.runs.rend(); ++it) add_layers(*it);
+    if (range.embedding) add("embedding", 1, embedding_ops(job, pass));
   }
   // torch.compile per block: each layer's pass is one call into its
   // compiled region (XLA compiles the whole step: no per-block call).
   if (job.software.elementwise.compiled && job.software.compiled_block_calls) {
-    w.host.compiled_region_calls = layers;
+    for (const LayerRun& run : range.runs) w.host.compiled_region_calls += run.count;
   }
   return w;
+}
+
+Work make_work(const Job& job, Pass pass, int64_t layers, bool embedding, bool head) {
+  WorkRange range;
+  if (layers > 0) range.runs.push_back({typical_layer_kind(job), layers});
+  range.embedding = embedding;
+  range.head = head;
+  return make_work(job, pass, range);
 }
 
 }  // namespace podsim::strategies

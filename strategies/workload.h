@@ -44,6 +44,8 @@ struct AttentionShape {
   bool causal = false;
   bool backward = false;
   bool flash = true;
+  /// Causal only: a query sees at most its last `window` keys; 0 = all.
+  int64_t window = 0;
   /// Score elements one head of one sequence computes (causal: halved).
   double score_elements() const;
 };
@@ -67,12 +69,42 @@ struct MemoryBoundShape {
 /// `count` and run as `count` steps; step i runs instance i of both at once,
 /// and step i+1 starts when both are done (ring attention: send K/V chunk i+1
 /// while computing block i). Ops after the pair wait for both.
+/// Which group of the rank an in-work collective runs among.
+enum class InWorkGroup : uint8_t {
+  kOfDim,       ///< the group of its `dim` (tp, cp or ep)
+  kExpertTp,    ///< the expert-tensor-parallel group (MoE parallel folding)
+  kExpertTpEp,  ///< expert-TP x EP: every rank one MoE layer's tokens can reach
+};
+
+/// An MoE dispatch or combine: what the lowering needs to price a fused
+/// (DeepEP-style) one, which sends a token once per destination node.
+struct TokenDispatch {
+  double tokens = 0;       ///< tokens this rank routes
+  double token_bytes = 0;  ///< bytes of one token on the wire
+  int64_t top_k = 0;
+  bool per_node = false;     ///< one network copy per destination node, forwarded over NVLink
+  int64_t dispatch_sms = 0;  ///< SMs the kernels hold (0: NCCL's channels)
+};
+
 struct CollectiveShape {
   Dim dim = Dim::kTp;
   CollectiveKind kind = CollectiveKind::kAllReduce;
   double bytes = 0;
   int32_t overlap_op = -1;
+  InWorkGroup group = InWorkGroup::kOfDim;
+  TokenDispatch dispatch = {};  ///< MoE dispatch / combine all-to-alls (tokens > 0)
 };
+
+/// The parts of an MoE block, for the report's breakdown.
+enum class MoePart : uint8_t {
+  kNone,
+  kRouter,    ///< gating GEMM, top-k / scores, token counts
+  kPermute,   ///< permute, local sort, unsort, unpermute (memory-bound)
+  kDispatch,  ///< dispatch and combine: all-to-all (and expert-TP gather / reduce)
+  kExperts,   ///< routed experts: grouped GEMMs and their activation
+  kShared,    ///< shared experts
+};
+inline constexpr int kMoeParts = 6;
 
 /// One operation, run `count` times back to back.
 struct Op {
@@ -104,6 +136,14 @@ struct Op {
   double saved_core_bytes = 0;
   /// Attention-core op: recomputed under selective recompute.
   bool attention_core = false;
+  /// Which part of a mixture-of-experts block the op is (kNone elsewhere),
+  /// so that reports can say where an MoE layer's time went.
+  MoePart moe_part = MoePart::kNone;
+  /// Routed-expert work on the busiest rank is `imbalance` times the evenly
+  /// loaded share (>= 1; moe_imbalance.h). A grouped GEMM's `balanced_gemm`
+  /// is its shape under even load, so that the excess can be priced.
+  double imbalance = 1;
+  GemmShape balanced_gemm;
   /// GPU kernels one instance launches (an eager chain of PyTorch ops is one
   /// op of several kernels): each pays its launch and memory latency, and
   /// the host issues each.
@@ -132,6 +172,9 @@ struct HostWork {
 struct Work {
   std::string name;
   std::vector<Segment> segments;
+  /// DualPipe's overlapped forward & backward: the expert-parallel
+  /// communication of either half runs beside the other half's compute.
+  bool overlap_ep_comm = false;
   HostWork host;
 
   /// Hardware FLOPs of the whole work (collectives excluded).
@@ -168,6 +211,10 @@ struct RankShape {
   int64_t ffn = 0;    ///< ffn_hidden / tp
   int64_t vocab = 0;  ///< ceil(vocab / tp) (no Megatron padding)
   int64_t tp = 1, cp = 1, ep = 1;
+  int64_t etp = 1;  ///< expert tensor parallelism
+  /// Tokens one rank routes in an MoE block: tokens / tp (Megatron needs
+  /// sequence parallelism for MoE with tp > 1; each TP rank routes its part).
+  int64_t moe_tokens = 0;
   double e = 2;  ///< activation element bytes
   sim::NumberFormat gemm_format = sim::NumberFormat::kBf16;
   sim::NumberFormat act_format = sim::NumberFormat::kBf16;
@@ -178,8 +225,18 @@ RankShape rank_shape(const Job& job);
 /// One transformer layer's ops for `pass` (per rank, one micro-batch), in
 /// execution order. kRecompute is empty for RecomputeMode::kNone; the
 /// attention core (with its CP communication) for kSelective; the whole
-/// forward layer, TP communication included, for kFull and kEvery.
+/// forward layer, TP communication included, for kFull and kEvery and for a
+/// layer of kind.full_recompute.
+std::vector<Op> layer_ops(const Job& job, const LayerKind& kind, Pass pass);
+/// The ops of the model's most common layer kind (an MoE layer for MoE
+/// models), for tools that look at one typical layer.
 std::vector<Op> layer_ops(const Job& job, Pass pass);
+/// That most common layer kind.
+LayerKind typical_layer_kind(const Job& job);
+/// One multi-token-prediction module (DeepSeek-V3 MTP): embedding of the
+/// shifted tokens, two norms, the 2h -> h projection, one transformer layer
+/// of mtp_layer_kind, the final norm, output layer and loss. kRecompute: empty.
+std::vector<Op> mtp_ops(const Job& job, Pass pass);
 /// Token (+ position) embedding, first model chunk. kRecompute: empty.
 std::vector<Op> embedding_ops(const Job& job, Pass pass);
 /// Final norm, output layer (logits over the vocabulary) and softmax
@@ -188,9 +245,20 @@ std::vector<Op> head_ops(const Job& job, Pass pass);
 /// The optimizer step over `params` parameters (those this rank updates).
 std::vector<Op> optimizer_ops(const Job& job, double params);
 
-/// A work for a layer range of one chunk: embedding (if `embedding`), the
-/// layer ops repeated `layers` times, head (if `head`); order reversed for
-/// backward passes.
+/// What a work covers: a chunk's embedding, runs of layers, MTP modules and
+/// head.
+struct WorkRange {
+  std::vector<LayerRun> runs;
+  bool embedding = false;
+  bool head = false;
+  int64_t mtp = 0;
+  auto operator<=>(const WorkRange&) const = default;
+};
+/// A work for a range: embedding, each run's layer ops repeated `count`
+/// times, the MTP modules, the head; order reversed for backward passes.
+Work make_work(const Job& job, Pass pass, const WorkRange& range);
+/// A work for `layers` layers of the typical kind (uniform models: any
+/// layers), embedding and head as asked, no MTP.
 Work make_work(const Job& job, Pass pass, int64_t layers, bool embedding, bool head);
 
 }  // namespace podsim::strategies

@@ -209,7 +209,8 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
         return std::nullopt;
       }
       return CheckedValue(value.get<bool>());
-    case KeyKind::kString: {
+    case KeyKind::kString:
+    case KeyKind::kTextOrArray: {
       if (!value.is_string()) {
         message = "expected a string, got " + json_kind(value);
         return std::nullopt;
@@ -331,6 +332,13 @@ struct Checker::Walk {
       case KeyKind::kArray:
         array(value, decl, pattern, path);
         return;
+      case KeyKind::kTextOrArray:
+        if (value.is_array()) {
+          array(value, decl, pattern, path);
+          return;
+        }
+        leaf(value, decl, path);
+        return;
       case KeyKind::kScenario:
         out.present.insert(path);
         if (on_scenario) on_scenario(value, path);
@@ -346,6 +354,7 @@ struct Checker::Walk {
 
   void leaf(const json& value, const KeyDecl& decl, const std::string& path) {
     out.present.insert(path);
+    if (decl.nullable && value.is_null()) return;  // given as "none": no value
     std::string message;
     std::string hint;
     std::optional<CheckedValue> converted = convert_value(value, decl, message, hint);

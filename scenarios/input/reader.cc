@@ -9,6 +9,7 @@
 #include "scenarios/input/checker.h"
 #include "scenarios/input/schema.h"
 #include "scenarios/input/spec_builder.h"
+#include "strategies/pipeline_layout.h"
 
 namespace podsim::scenarios {
 
@@ -117,7 +118,70 @@ void SpecBuilder::build_model(strategies::ModelShape& m) {
               "top_k=" + num(moe.top_k) + " exceeds experts=" + num(moe.experts),
               "a token can be routed to at most every expert: use top_k <= " + num(moe.experts));
     }
+    moe.dense_layers = integer("/model/moe/dense_layers").value_or(0);
+    moe.interleave_step = integer("/model/moe/interleave_step").value_or(1);
+    if (layers_ && moe.dense_layers > *layers_) {
+      problem("/model/moe/dense_layers",
+              "dense_layers=" + num(moe.dense_layers) + " exceeds layers=" + num(*layers_),
+              "use 0 .. " + num(*layers_));
+    }
+    moe.load_balance = text("/model/moe/load_balance").value_or("learned") == "forced"
+                           ? strategies::LoadBalance::kForced
+                           : strategies::LoadBalance::kLearned;
+    moe.capacity_factor = number("/model/moe/capacity_factor");
+    moe.balancing = text("/model/moe/balancing").value_or("aux_loss") == "loss_free"
+                        ? strategies::RouterBalancing::kLossFree
+                        : strategies::RouterBalancing::kAuxLoss;
+    moe.max_violation = number("/model/moe/max_violation");
+    moe.expert_groups = integer("/model/moe/expert_groups").value_or(1);
+    moe.groups_per_token = integer("/model/moe/groups_per_token").value_or(0);
+    moe.router_fp32 = flag("/model/moe/router_fp32").value_or(false);
+    if (moe.experts > 0 && moe.experts % moe.expert_groups != 0) {
+      problem("/model/moe/expert_groups",
+              "expert_groups=" + num(moe.expert_groups) +
+                  " does not divide experts=" + num(moe.experts),
+              "choose from " + divisors_text(moe.experts));
+    } else if (moe.groups_per_token > moe.expert_groups) {
+      problem("/model/moe/groups_per_token",
+              "groups_per_token=" + num(moe.groups_per_token) +
+                  " exceeds expert_groups=" + num(moe.expert_groups),
+              "use 0 (no limit) .. " + num(moe.expert_groups));
+    }
     m.moe = moe;
+  }
+  build_attention(m);
+  m.mtp_layers = integer("/model/mtp_layers").value_or(0);
+}
+
+void SpecBuilder::build_attention(strategies::ModelShape& m) {
+  strategies::AttentionSpec& a = m.attention;
+  const std::string kind = text("/model/attention/kind").value_or("gqa");
+  a.kind = kind == "mla"   ? strategies::AttentionKind::kMla
+           : kind == "mha" ? strategies::AttentionKind::kMha
+                           : strategies::AttentionKind::kGqa;
+  a.sliding_window = integer("/model/attention/sliding_window").value_or(0);
+  a.sliding_window_every = integer("/model/attention/sliding_window_every").value_or(1);
+  if (kind == "mha" && kv_heads_ && heads_ && *kv_heads_ != *heads_) {
+    problem("/model/attention/kind",
+            "mha gives every head its own keys and values, but kv_heads=" + num(*kv_heads_) +
+                " differs from heads=" + num(*heads_),
+            "use kind \"gqa\", or set kv_heads to heads");
+  }
+  strategies::MlaShape& l = a.mla;
+  l.q_lora_rank = integer("/model/attention/q_lora_rank").value_or(0);
+  l.kv_lora_rank = integer("/model/attention/kv_lora_rank").value_or(0);
+  l.qk_rope_head_dim = integer("/model/attention/qk_rope_head_dim").value_or(0);
+  l.qk_nope_head_dim = integer("/model/attention/qk_nope_head_dim").value_or(0);
+  l.v_head_dim = integer("/model/attention/v_head_dim").value_or(0);
+  if (a.kind != strategies::AttentionKind::kMla) return;
+  const std::pair<const char*, int64_t> needed[] = {{"kv_lora_rank", l.kv_lora_rank},
+                                                    {"qk_nope_head_dim", l.qk_nope_head_dim},
+                                                    {"v_head_dim", l.v_head_dim}};
+  for (const auto& [key, value] : needed) {
+    if (value < 1 && !doc_.bad.contains(std::string("/model/attention/") + key)) {
+      problem(std::string("/model/attention/") + key, std::string("MLA needs a positive ") + key,
+              "DeepSeek-V3: kv_lora_rank 512, qk_nope_head_dim 128, v_head_dim 128");
+    }
   }
 }
 
@@ -313,6 +377,8 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
   p.shard_group = given("/parallelism/shard_group")
                       ? integer("/parallelism/shard_group").value_or(0)
                       : 0;  // 0 = all of dp (ParallelPlan's convention)
+  expert_tp_ = integer("/parallelism/expert_tp");
+  p.expert_tp = expert_tp_.value_or(1);
   const std::string schedule = text("/parallelism/pipeline/schedule").value_or("1f1b");
   if (schedule == "gpipe") {
     p.schedule = strategies::PipelineSchedule::kGpipe;
@@ -320,12 +386,47 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
     p.schedule = strategies::PipelineSchedule::kInterleavedOneFOneB;
   } else if (schedule == "zero_bubble") {
     p.schedule = strategies::PipelineSchedule::kZeroBubble;
+  } else if (schedule == "dualpipe") {
+    p.schedule = strategies::PipelineSchedule::kDualPipe;
   } else {
     p.schedule = strategies::PipelineSchedule::kOneFOneB;
   }
   schedule_ = schedule;
   virtual_stages_ = integer("/parallelism/pipeline/virtual_stages");
   p.virtual_stages = virtual_stages_.value_or(1);
+  build_layout(p);
+  p.recompute.full_layers = integer("/parallelism/recompute_layers").value_or(0);
+  const auto modules = doc_.array_sizes.find("/parallelism/recompute_modules");
+  if (modules != doc_.array_sizes.end()) {
+    for (size_t i = 0; i < modules->second; ++i) {
+      const std::string path = "/parallelism/recompute_modules/" + std::to_string(i);
+      const std::optional<std::string> module = text(path);
+      if (!module) continue;
+      const std::pair<const char*, strategies::RecomputeModule> names[] = {
+          {"core_attn", strategies::RecomputeModule::kCoreAttn},
+          {"mlp", strategies::RecomputeModule::kMlp},
+          {"moe", strategies::RecomputeModule::kMoe},
+          {"moe_act", strategies::RecomputeModule::kMoeAct},
+          {"layernorm", strategies::RecomputeModule::kLayerNorm},
+          {"mla_up_proj", strategies::RecomputeModule::kMlaUpProj},
+          {"shared_experts", strategies::RecomputeModule::kSharedExperts}};
+      for (const auto& [name, bit] : names) {
+        if (*module == name) p.recompute.modules |= strategies::module_bit(bit);
+      }
+    }
+  }
+  // Read and checked, not modelled yet: say so rather than ignore them.
+  if (p.recompute.modules != 0) {
+    warn("parallelism.recompute_modules is not modelled yet: recomputation follows "
+         "parallelism.recompute (and recompute_layers)");
+  }
+  if (given("/parallelism/activation_offload")) {
+    warn("parallelism.activation_offload is not modelled yet: activations stay on the GPU");
+  }
+  if (given("/training/precision_recipe")) {
+    warn("training.precision_recipe is not modelled yet: matrix products are priced in "
+         "training.precision without the recipe's scaling work");
+  }
   const std::string context = text("/parallelism/context/algorithm").value_or("ring");
   p.context = context == "ulysses"      ? strategies::ContextAlgorithm::kUlysses
               : context == "all_gather" ? strategies::ContextAlgorithm::kAllGather
@@ -362,6 +463,33 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
   }
 }
 
+void SpecBuilder::build_layout(strategies::ParallelPlan& p) {
+  const std::string path = "/parallelism/pipeline/layout";
+  if (!usable(path)) return;
+  if (const std::optional<std::string> layout = text(path)) {
+    strategies::ParsedLayout parsed = strategies::parse_pipeline_layout(*layout);
+    if (!parsed.error.empty()) {
+      problem(path, quote_for_message(*layout) + ": " + parsed.error,
+              "Megatron's layout: E embedding, t transformer layer, m MTP, L loss, | between "
+              "stages, x*n and (...)*n repeat, e.g. \"Et|(tt|)*30L\"");
+      return;
+    }
+    p.layout = std::move(parsed.chunks);
+    layout_given_ = true;
+    return;
+  }
+  const auto size = doc_.array_sizes.find(path);
+  if (size == doc_.array_sizes.end()) return;
+  std::vector<int64_t> counts;
+  for (size_t i = 0; i < size->second; ++i) {
+    const std::optional<int64_t> n = integer(path + "/" + std::to_string(i));
+    if (!n) return;
+    counts.push_back(*n);
+  }
+  p.layout = strategies::layout_from_counts(counts, integer("/model/mtp_layers").value_or(0));
+  layout_given_ = true;
+}
+
 void SpecBuilder::build_options(ScenarioSpec& s) {
   s.options.overlap_dp = flag("/options/overlap/dp").value_or(true);
   s.options.overlap_tp = flag("/options/overlap/tp").value_or(false);
@@ -374,6 +502,15 @@ void SpecBuilder::build_options(ScenarioSpec& s) {
                               ? sim::NumberFormat::kBf16
                               : sim::NumberFormat::kFp32;
   s.options.zero2_reduce_every_micro_batch = flag("/options/zero2_reduce_every_micro_batch");
+  strategies::MoeRuntime& moe = s.options.moe;
+  moe.dispatcher = text("/options/moe/dispatcher").value_or("alltoall") == "fused"
+                       ? strategies::MoeDispatcher::kFusedAllToAll
+                       : strategies::MoeDispatcher::kAllToAll;
+  moe.shared_expert_overlap = flag("/options/moe/shared_expert_overlap").value_or(false);
+  moe.dispatch_format = text("/options/moe/dispatch_format").value_or("bf16") == "fp8"
+                            ? sim::NumberFormat::kFp8
+                            : sim::NumberFormat::kBf16;
+  moe.dispatch_sms = integer("/options/moe/dispatch_sms").value_or(0);
   s.mode = text("/options/simulation").value_or("symmetric") == "every_rank"
                ? SimulationMode::kEveryRank
                : SimulationMode::kSymmetric;

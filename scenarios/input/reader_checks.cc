@@ -98,6 +98,13 @@ void SpecBuilder::check_tensor_parallel(const ScenarioSpec& s) {
 
 void SpecBuilder::check_pipeline() {
   if (!pp_ || !layers_) return;
+  if (schedule_ == "dualpipe") {
+    check_dualpipe();
+    return;
+  }
+  // An explicit layout may leave chunks without layers; strategies checks
+  // that it places every layer once.
+  if (layout_given_) return;
   if (*pp_ > *layers_) {
     problem("/parallelism/pp",
             "pp=" + num(*pp_) + " exceeds layers=" + num(*layers_) +
@@ -148,6 +155,39 @@ void SpecBuilder::check_pipeline() {
   }
   if (schedule_ == "interleaved_1f1b" && *pp_ == 1) {
     warn("interleaved_1f1b with pp=1 is a plain sequence of micro-batches (no pipeline)");
+  }
+}
+
+void SpecBuilder::check_dualpipe() {
+  // dualpipe.py asserts an even number of ranks and of chunks (micro-
+  // batches), at least twice the ranks.
+  if (*pp_ < 2 || *pp_ % 2 != 0) {
+    problem("/parallelism/pp", "dualpipe needs an even number of stages, got pp=" + num(*pp_),
+            "use pp = " + num(std::max<int64_t>(2, *pp_ + *pp_ % 2)));
+    return;
+  }
+  if (virtual_stages_ && *virtual_stages_ != 1) {
+    problem("/parallelism/pipeline/virtual_stages",
+            "dualpipe places two stages on every rank itself; virtual_stages must be 1",
+            "drop virtual_stages");
+    return;
+  }
+  if (!layout_given_ && *pp_ > *layers_) {
+    problem("/parallelism/pp", "pp=" + num(*pp_) + " exceeds layers=" + num(*layers_),
+            "use pp <= " + num(*layers_));
+    return;
+  }
+  if (!global_batch_ || !micro_batch_ || !dp_) return;
+  const std::optional<int64_t> per_step = checked_product({*dp_, *micro_batch_});
+  if (!per_step || *global_batch_ % *per_step != 0) return;  // check_batch reports it
+  const int64_t micro_batches = *global_batch_ / *per_step;
+  if (micro_batches % 2 != 0 || micro_batches < 2 * *pp_) {
+    problem("/training/global_batch",
+            "dualpipe feeds half the micro-batches from each end and needs an even number of "
+            "them, at least 2*pp = " +
+                num(2 * *pp_) + "; global_batch/(dp*micro_batch) = " + num(micro_batches),
+            "use global_batch " +
+                nearest_multiples(std::max(*global_batch_, 2 * *pp_ * *per_step), 2 * *per_step));
   }
 }
 
@@ -222,14 +262,37 @@ void SpecBuilder::check_experts(const ScenarioSpec& s) {
             "ep=" + num(ep) + " does not divide experts=" + num(s.model.moe->experts),
             "choose ep from " + divisors_text(s.model.moe->experts));
   }
-  if (dp_ && cp_) {
-    const int64_t dp_cp = *dp_ * *cp_;
-    if (dp_cp % ep != 0) {
+  const int64_t etp = expert_tp_.value_or(1);
+  if (etp > 1 && !s.model.moe) {
+    problem("/parallelism/expert_tp", "expert_tp=" + num(etp) + " needs a mixture-of-experts model",
+            "give /model/moe or set expert_tp to 1");
+    return;
+  }
+  if (s.model.moe && s.model.moe->ffn_hidden > 0 && s.model.moe->ffn_hidden % etp != 0) {
+    problem(
+        "/parallelism/expert_tp",
+        "expert_tp=" + num(etp) + " does not divide moe.ffn_hidden=" + num(s.model.moe->ffn_hidden),
+        "choose expert_tp from " + divisors_text(s.model.moe->ffn_hidden));
+  }
+  if (dp_ && cp_ && tp_) {
+    // MoE parallel folding (Megatron-Core): the experts regroup the
+    // tp*cp*dp ranks of a stage as expert_tp x ep x expert-data-parallel.
+    const int64_t stage_ranks = *tp_ * *cp_ * *dp_;
+    if (stage_ranks % (ep * etp) != 0) {
       problem("/parallelism/ep",
-              "ep=" + num(ep) + " does not divide dp*cp = " + num(dp_cp) +
-                  " (expert parallelism is carved out of the data- and context-parallel ranks)",
-              "choose ep from " + divisors_text(dp_cp));
+              "ep*expert_tp = " + num(ep) + "*" + num(etp) +
+                  " does not divide tp*cp*dp = " + num(stage_ranks) +
+                  " (MoE parallel folding regroups a stage's ranks as expert_tp x ep x "
+                  "expert-dp)",
+              "choose ep*expert_tp from " + divisors_text(stage_ranks));
     }
+  }
+  if (s.model.moe && tp_ && *tp_ > 1 && seq_len_ && micro_batch_ && cp_ &&
+      (*micro_batch_ * *seq_len_ / *cp_) % *tp_ != 0) {
+    problem("/parallelism/tp",
+            "an MoE layer routes micro_batch*seq_len/cp tokens split over tp, and " +
+                num(*micro_batch_ * *seq_len_ / *cp_) + " is not divisible by tp=" + num(*tp_),
+            "choose tp from " + divisors_text(*micro_batch_ * *seq_len_ / *cp_));
   }
 }
 

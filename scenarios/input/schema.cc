@@ -45,6 +45,45 @@ constexpr KeyDecl kScenarioKeys[] = {
           "MLP inner width of one expert"),
   integer("/model/moe/shared_experts", kDefault, "0", 0, 1 << 16,
           "experts every token goes through in addition"),
+  integer("/model/moe/dense_layers", kDefault, "0", 0, 1e5,
+          "leading layers with a dense MLP of /model/ffn_hidden (DeepSeek-V3: 3)"),
+  integer("/model/moe/interleave_step", kDefault, "1", 1, 1e5,
+          "every n-th layer is MoE (layers n-1, 2n-1, ...), the others dense (Llama 4 Maverick: 2)"),
+  choice("/model/moe/load_balance", "\"learned\"", "forced|learned",
+         "forced: tokens routed uniformly at random, as benchmarks force; learned: a trained "
+         "router's imbalance (strategies/moe_imbalance.h)"),
+  nullable_number("/model/moe/capacity_factor", 0, 1e3, true,
+                  "tokens an expert takes, as a multiple of its even share; null/absent = dropless"),
+  choice("/model/moe/balancing", "\"aux_loss\"", "aux_loss|loss_free",
+         "how a learned router is balanced: an auxiliary loss, or DeepSeek-V3's loss-free "
+         "expert bias (sets its skew; extension)"),
+  number("/model/moe/max_violation", kOptional, "", 0, 100, false,
+         "a learned router's MaxVio_global (max expert load / mean - 1); default: 0.52 aux_loss, "
+         "0.04 loss_free (Wang et al. 2024; extension)"),
+  integer("/model/moe/expert_groups", kDefault, "1", 1, 1 << 16,
+          "consecutive expert groups for group-limited routing (DeepSeek-V3 n_group 8; extension)"),
+  integer("/model/moe/groups_per_token", kDefault, "0", 0, 1 << 16,
+          "groups a token's experts may lie in, 0 = no limit (DeepSeek-V3 topk_group 4; extension)"),
+  boolean("/model/moe/router_fp32", "false",
+          "router gating GEMM in fp32 (Megatron moe_router_dtype=fp32, as set for DeepSeek-V3; "
+          "extension)"),
+  object("/model/attention", kOptional, "attention variant (1.2): GQA/MHA, MLA, sliding windows"),
+  choice("/model/attention/kind", "\"gqa\"", "mha|gqa|mla",
+         "mha/gqa: heads, kv_heads, head_dim; mla: multi-head latent attention (DeepSeek-V2/V3)"),
+  integer("/model/attention/q_lora_rank", kDefault, "0", 0, 1 << 20,
+          "MLA query latent rank; 0 = queries projected directly"),
+  integer("/model/attention/kv_lora_rank", kDefault, "0", 0, 1 << 20, "MLA key/value latent rank"),
+  integer("/model/attention/qk_rope_head_dim", kDefault, "0", 0, 1 << 16,
+          "MLA RoPE part of the query/key head (shared by all heads for keys)"),
+  integer("/model/attention/qk_nope_head_dim", kDefault, "0", 0, 1 << 16,
+          "MLA non-RoPE part of the query/key head"),
+  integer("/model/attention/v_head_dim", kDefault, "0", 0, 1 << 16, "MLA value head size"),
+  integer("/model/attention/sliding_window", kDefault, "0", 0, 1 << 27,
+          "tokens a query sees in sliding-window layers; 0 = none"),
+  integer("/model/attention/sliding_window_every", kDefault, "1", 1, 1e5,
+          "layers i with i % n == 0 use the window (gpt-oss: 2)"),
+  integer("/model/mtp_layers", kDefault, "0", 0, 64,
+          "multi-token-prediction modules after the last layer (DeepSeek-V3: 1)"),
 
   preset_or_object("/cluster", "clusters", "the machine: a preset name or an object"),
   preset_base("/cluster/base", "clusters"),
@@ -182,6 +221,9 @@ constexpr KeyDecl kScenarioKeys[] = {
   integer("/training/micro_batch", kDefault, "1", 1, 1 << 30, "sequences per micro-batch on one pipeline"),
   choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|int8|fp32",
          "format of the matrix products (fp8, int8: matrix products in that format, the rest bf16)"),
+  {"/training/precision_recipe", KeyKind::kEnum, kOptional, "", Dimension::kNone, 0, 0, false,
+   "tensorwise|delayed|blockwise|mxfp8|nvfp4|aqt-int8|fp8_full",
+   "how low-precision matrix products are scaled (1.2); unset: the software's default"},
   choice("/training/optimizer", "\"adam\"", "adam|sgd", "adam (fp32 master weights and two moments) or sgd"),
 
   object("/parallelism", kOptional, "how the work is split (all degrees default to 1)"),
@@ -189,17 +231,25 @@ constexpr KeyDecl kScenarioKeys[] = {
   integer("/parallelism/tp", kDefault, "1", 1, kMaxDegree, "tensor-parallel degree"),
   integer("/parallelism/pp", kDefault, "1", 1, kMaxDegree, "pipeline-parallel degree (stages)"),
   integer("/parallelism/cp", kDefault, "1", 1, kMaxDegree, "context-parallel degree"),
-  integer("/parallelism/ep", kDefault, "1", 1, kMaxDegree, "expert-parallel degree; divides dp*cp"),
+  integer("/parallelism/ep", kDefault, "1", 1, kMaxDegree,
+          "expert-parallel degree; ep*expert_tp divides tp*cp*dp"),
+  integer("/parallelism/expert_tp", kDefault, "1", 1, kMaxDegree,
+          "tensor parallelism inside each expert (MoE parallel folding, 1.2)"),
   boolean("/parallelism/sequence_parallel", "false", "shard norm/dropout activations across the TP group"),
   integer("/parallelism/zero", kDefault, "0", 0, 3,
           "0 plain DP, 1 optimizer states sharded, 2 + gradients, 3 + weights (FSDP)"),
   integer("/parallelism/shard_group", kComputed, "= dp", 1, kMaxDegree,
           "HSDP: data-parallel ranks in one shard group; replicas across groups"),
   object("/parallelism/pipeline", kOptional, "pipeline schedule"),
-  choice("/parallelism/pipeline/schedule", "\"1f1b\"", "gpipe|1f1b|interleaved_1f1b|zero_bubble",
-         "pipeline schedule"),
+  choice("/parallelism/pipeline/schedule", "\"1f1b\"",
+         "gpipe|1f1b|interleaved_1f1b|zero_bubble|dualpipe", "pipeline schedule"),
   integer("/parallelism/pipeline/virtual_stages", kDefault, "1", 1, 1e5,
           "model chunks per GPU (interleaved_1f1b only)"),
+  {"/parallelism/pipeline/layout", KeyKind::kTextOrArray, kOptional, "", Dimension::kNone, 1, 1e5,
+   false, "", "layers per model chunk: an array of counts, or Megatron's layout string "
+   "(\"Et|(tt|)*30L\": E embedding, t layer, m MTP, L loss, | stage boundary)"},
+  integer("/parallelism/pipeline/layout/*", kRequired, "", 0, 1e5,
+          "transformer layers of one model chunk"),
   object("/parallelism/context", kOptional, "context parallelism"),
   choice("/parallelism/context/algorithm", "\"ring\"", "ring|ulysses|all_gather",
          "how attention is split across the CP group"),
@@ -207,6 +257,19 @@ constexpr KeyDecl kScenarioKeys[] = {
    false, "none|selective|full",
    "activation recomputation: none, selective (attention core), full, or {\"every\": C}"},
   integer("/parallelism/recompute/every", kRequired, "", 1, 1e5, "checkpoint every C layers"),
+  enum_array("/parallelism/recompute_modules",
+             "Megatron's selective-recompute modules (1.2)"),
+  choice("/parallelism/recompute_modules/*", "\"core_attn\"",
+         "core_attn|mlp|moe|moe_act|layernorm|mla_up_proj|shared_experts",
+         "a module recomputed in backward"),
+  integer("/parallelism/recompute_layers", kDefault, "0", 0, 1e5,
+          "first layers of every model chunk recomputed in full, the rest per recompute (1.2)"),
+  enum_array("/parallelism/activation_offload",
+             "tensors offloaded to host memory (MaxText names, 1.2)"),
+  choice("/parallelism/activation_offload/*", "\"decoder_layer_input\"",
+         "decoder_layer_input|context|mlpwi|mlpwi_0|mlpwi_1|mlpwo|query_proj|key_proj|"
+         "value_proj|qkv_proj|out_proj",
+         "a tensor offloaded after the forward pass and fetched back for the backward"),
   {"/parallelism/order", KeyKind::kString, kDefault, "\"tp-cp-ep-dp-pp\"", Dimension::kNone, 0, 64,
    false, "order", "rank layout, innermost first: a permutation of tp, cp, ep, dp, pp joined by '-'"},
 
@@ -227,6 +290,21 @@ constexpr KeyDecl kScenarioKeys[] = {
           "ZeRO-2: reduce-scatter gradients after every micro-batch (true) or once per step "
           "(false); unset: every micro-batch without pipeline parallelism (DeepSpeed, FSDP), "
           "once per step with it (torchtitan; DeepSpeed refuses ZeRO-2 with PP) (extension)"),
+  object("/options/moe", kOptional,
+         "how the framework moves tokens to the experts and overlaps the shared experts (extension)"),
+  choice("/options/moe/dispatcher", "\"alltoall\"", "alltoall|fused",
+         "alltoall: Megatron's NCCL all-to-all, a copy per token and destination GPU; fused: "
+         "DeepEP/HybridEP (Megatron flex, DeepSeek's HAI-LLM), a copy per destination node "
+         "forwarded over NVLink, on SMs of its own (extension)"),
+  boolean("/options/moe/shared_expert_overlap", "false",
+          "shared experts on their own stream beside dispatch and combine (Megatron "
+          "--moe-shared-expert-overlap; extension)"),
+  choice("/options/moe/dispatch_format", "\"bf16\"", "bf16|fp8",
+         "format of the tokens a fused dispatch sends (DeepEP and DeepSeek-V3 dispatch fp8, "
+         "combine bf16; extension)"),
+  integer("/options/moe/dispatch_sms", kDefault, "0", 0, 1 << 12,
+          "SMs the fused dispatch/combine kernels hold; 0 = the NCCL kernel's (DeepSeek-V3: 20, "
+          "Megatron's DeepEP default 20, HybridEP 16; extension)"),
   choice("/options/simulation", "\"symmetric\"", "symmetric|every_rank",
          "symmetric: one representative per pipeline stage; every_rank: every GPU (extension)"),
 
@@ -420,6 +498,9 @@ std::string allowed_text(const KeyDecl& decl) {
     }
     case KeyKind::kArray:
       return format_number(decl.min) + " .. " + format_number(decl.max) + " elements";
+    case KeyKind::kTextOrArray:
+      return "a string, or " + format_number(decl.min) + " .. " + format_number(decl.max) +
+             " elements";
     case KeyKind::kString:
       if (decl.allowed == "order") return "permutation of tp, cp, ep, dp, pp";
       if (decl.allowed == "grid") return "2 or 3 positive integers joined by 'x'";
@@ -439,7 +520,9 @@ std::string_view kind_text(const KeyDecl& decl) {
     case KeyKind::kObject:
       return "object";
     case KeyKind::kArray:
-      return "array of objects";
+      return "array";
+    case KeyKind::kTextOrArray:
+      return "string or array";
     case KeyKind::kPresetOrObject:
       return "preset name or object";
     case KeyKind::kPresetName:

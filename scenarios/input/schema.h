@@ -24,7 +24,8 @@ enum class KeyKind : uint8_t {
   kQuantity,        ///< a number in SI base units or a string with a unit
   kBool,
   kString,
-  kEnum,  ///< one of the allowed strings
+  kEnum,         ///< one of the allowed strings
+  kTextOrArray,  ///< a string, or an array whose elements "<path>/*" declares
   /// An object of strings keyed by the parent object's other declared keys
   /// (a software group's `sources`: mechanism -> where its value comes from).
   kTextMap,
@@ -63,6 +64,8 @@ struct KeyDecl {
   /// axis lengths joined by 'x' ("16x16x24", parse_grid).
   std::string_view allowed;
   std::string_view doc;
+  /// kNumber: JSON null is accepted and means "none" (the key reads as unset).
+  bool nullable = false;
 };
 
 /// Axis lengths of a "grid" string ("8x16x12"); empty when it is not 2 or 3

@@ -35,6 +35,25 @@ inline constexpr KeyDecl boolean(std::string_view path, std::string_view value,
 inline constexpr KeyDecl optional_boolean(std::string_view path, std::string_view doc) {
   return {path, KeyKind::kBool, Presence::kOptional, "", Dimension::kNone, 0, 0, false, "", doc};
 }
+/// A number that may also be null ("none"), optional.
+inline constexpr KeyDecl nullable_number(std::string_view path, double min, double max,
+                                         bool min_exclusive, std::string_view doc) {
+  return {path,
+          KeyKind::kNumber,
+          Presence::kOptional,
+          "",
+          Dimension::kNone,
+          min,
+          max,
+          min_exclusive,
+          "",
+          doc,
+          true};
+}
+/// An array of strings, each one of `allowed`.
+inline constexpr KeyDecl enum_array(std::string_view path, std::string_view doc) {
+  return {path, KeyKind::kArray, Presence::kOptional, "", Dimension::kNone, 0, 64, false, "", doc};
+}
 inline constexpr KeyDecl text(std::string_view path, Presence presence, std::string_view value,
                               double max_length, std::string_view doc) {
   return {path, KeyKind::kString, presence, value, Dimension::kNone, 0, max_length, false, "", doc};

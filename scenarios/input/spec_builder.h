@@ -114,6 +114,8 @@ class SpecBuilder {
 
   // --- the parts (reader.cc) ------------------------------------------------
   void build_model(strategies::ModelShape& m);
+  void build_attention(strategies::ModelShape& m);
+  void build_layout(strategies::ParallelPlan& p);
   void build_gpu(hwmodels::GpuSpec& g);
   void build_cluster(hwmodels::ClusterSpec& c);
   void build_tiers(hwmodels::ScaleOutSpec& out);
@@ -135,6 +137,7 @@ class SpecBuilder {
   void check_gpus(ScenarioSpec& s);
   void check_tensor_parallel(const ScenarioSpec& s);
   void check_pipeline();
+  void check_dualpipe();
   void check_batch();
   void check_context(const ScenarioSpec& s);
   void check_experts(const ScenarioSpec& s);
@@ -150,7 +153,8 @@ class SpecBuilder {
   std::optional<int64_t> layers_, hidden_, ffn_, heads_, kv_heads_;
   std::optional<int64_t> nodes_, gpus_per_node_, domain_;
   std::optional<int64_t> seq_len_, global_batch_, micro_batch_;
-  std::optional<int64_t> dp_, tp_, pp_, cp_, ep_, virtual_stages_;
+  std::optional<int64_t> dp_, tp_, pp_, cp_, ep_, expert_tp_, virtual_stages_;
+  bool layout_given_ = false;
   std::string precision_ = "bf16";
   std::string schedule_ = "1f1b";
   std::string context_ = "ring";

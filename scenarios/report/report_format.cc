@@ -115,6 +115,15 @@ json report_to_json(const Report& r) {
                           {"host_idle", b.compute_split.host_idle},
                           {"optimizer", b.compute_split.optimizer},
                           {"comm_contention", b.compute_split.comm_contention}}}};
+  if (b.moe.total() > 0) {
+    // Inside compute, recompute and exposed ep above (not additive).
+    out["breakdown_s"]["moe"] = {{"router", b.moe.router},
+                                 {"permute", b.moe.permute},
+                                 {"dispatch_combine", b.moe.dispatch_combine},
+                                 {"grouped_gemm", b.moe.grouped_gemm},
+                                 {"shared_experts", b.moe.shared_experts},
+                                 {"imbalance", b.moe.imbalance}};
+  }
   json stages = json::array();
   for (const StageMemory& s : r.per_stage) {
     stages.push_back({{"stage", s.stage},
@@ -187,6 +196,16 @@ Result<Report> report_from_json(const json& in) {
       split.host_idle = read.number(c, "host_idle", path);
       split.optimizer = read.number(c, "optimizer", path);
       split.comm_contention = read.number(c, "comm_contention", path);
+    }
+    if (b->contains("moe")) {
+      const json& m = (*b)["moe"];
+      const std::string path = "/breakdown_s/moe";
+      r.breakdown.moe.router = read.number(m, "router", path);
+      r.breakdown.moe.permute = read.number(m, "permute", path);
+      r.breakdown.moe.dispatch_combine = read.number(m, "dispatch_combine", path);
+      r.breakdown.moe.grouped_gemm = read.number(m, "grouped_gemm", path);
+      r.breakdown.moe.shared_experts = read.number(m, "shared_experts", path);
+      r.breakdown.moe.imbalance = read.number(m, "imbalance", path);
     }
   }
   if (const json* m = read.at(in, "memory", "/memory")) {
@@ -306,6 +325,19 @@ std::string format_report_text(const Report& r) {
                                                   {"    lost to NCCL's SMs", cs.comm_contention}};
   for (const auto& [label, seconds] : split) {
     parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
+  }
+  if (b.moe.total() > 0) {
+    parts.push_back({"  of which MoE layers (in compute and EP comm)", "", ""});
+    const std::pair<const char*, double> moe[] = {
+        {"    router", b.moe.router},
+        {"    permute / unpermute", b.moe.permute},
+        {"    dispatch / combine (exposed)", b.moe.dispatch_combine},
+        {"    grouped GEMMs (routed experts)", b.moe.grouped_gemm},
+        {"    shared experts", b.moe.shared_experts},
+        {"    load imbalance (busiest rank, in the above)", b.moe.imbalance}};
+    for (const auto& [label, seconds] : moe) {
+      parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
+    }
   }
   out += '\n';
   out += format_columns(parts, "LRR");

@@ -275,7 +275,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   h += "<p>The best " + std::to_string(shown) + " of " + std::to_string(o.ranked.size()) +
        " simulated plans that fit (all of them in results.csv). Green: on the Pareto front.</p>\n";
   h += "<table>\n<tr><th>rank</th><th>GPUs</th><th class=\"l\">GPU</th><th>tp</th><th>cp</th>"
-       "<th>pp</th><th>dp</th><th>ep</th><th>mb</th><th class=\"l\">schedule</th><th>v</th>"
+       "<th>pp</th><th>dp</th><th>ep</th><th>etp</th><th>mb</th><th "
+       "class=\"l\">schedule</th><th>v</th>"
        "<th class=\"l\">recompute</th><th>zero</th><th>shard</th><th>step (s)</th>"
        "<th>tokens/s</th><th>MFU</th><th>memory</th><th>headroom</th><th>exposed comm</th>"
        "<th>train time</th><th>ETTR</th><th>cost</th></tr>\n";
@@ -293,8 +294,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
          "</td><td class=\"l\">" + xml_escape(t.gpu) + "</td><td>" + std::to_string(p.tp) +
          "</td><td>" + std::to_string(p.cp) + "</td><td>" + std::to_string(p.pp) + "</td><td>" +
          std::to_string(p.dp) + "</td><td>" + std::to_string(p.ep) + "</td><td>" +
-         std::to_string(c.micro_batch) + "</td><td class=\"l\">" +
-         (p.pp > 1 ? schedule_name(p.schedule) : "-") + "</td><td>" +
+         std::to_string(p.expert_tp) + "</td><td>" + std::to_string(c.micro_batch) +
+         "</td><td class=\"l\">" + (p.pp > 1 ? schedule_name(p.schedule) : "-") + "</td><td>" +
          std::to_string(p.virtual_stages) + "</td><td class=\"l\">" +
          xml_escape(recompute_name(p.recompute)) + "</td><td>" + std::to_string(p.zero) +
          "</td><td>" + (p.shard_group > 0 ? std::to_string(p.shard_group) : "-") + "</td><td>" +

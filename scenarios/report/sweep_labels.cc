@@ -25,6 +25,8 @@ const char* schedule_name(PipelineSchedule s) {
       return "interleaved_1f1b";
     case PipelineSchedule::kZeroBubble:
       return "zero_bubble";
+    case PipelineSchedule::kDualPipe:
+      return "dualpipe";
   }
   return "1f1b";
 }

@@ -74,6 +74,7 @@ json sweep_plan_json(const SweepCandidate& c, const SweepTarget& target) {
   j["pp"] = p.pp;
   j["cp"] = p.cp;
   j["ep"] = p.ep;
+  j["expert_tp"] = p.expert_tp;
   j["sequence_parallel"] = p.sequence_parallel;
   j["zero"] = p.zero;
   if (p.shard_group > 0) j["shard_group"] = p.shard_group;
@@ -96,6 +97,7 @@ std::string sweep_plan_label(const SweepCandidate& c) {
   std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp) + " pp" +
                   std::to_string(p.pp) + " dp" + std::to_string(p.dp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
+  if (p.expert_tp > 1) s += " etp" + std::to_string(p.expert_tp);
   s += " mb" + std::to_string(c.micro_batch);
   if (p.pp > 1) {
     s += std::string(" ") + schedule_name(p.schedule);
@@ -230,7 +232,8 @@ std::string sweep_json_text(const ScenarioSpec& scenario, const SweepOutcome& ou
 
 std::string sweep_csv(const SweepOutcome& o) {
   std::string out =
-      "rank,gpu,gpus,tp,cp,pp,dp,ep,micro_batch,sequence_parallel,zero,shard_group,schedule,"
+      "rank,gpu,gpus,tp,cp,pp,dp,ep,expert_tp,micro_batch,sequence_parallel,zero,shard_group,"
+      "schedule,"
       "virtual_stages,recompute,context,order,step_time_s,tokens_per_s,mfu,memory_peak_gib,"
       "memory_headroom_gib,exposed_comm_s,bubble_fraction,step_lower_bound_s,train_time_days,"
       "gpu_hours,cost_usd,pareto,failure_free_days\n";
@@ -249,6 +252,7 @@ std::string sweep_csv(const SweepOutcome& o) {
         std::to_string(p.pp),
         std::to_string(p.dp),
         std::to_string(p.ep),
+        std::to_string(p.expert_tp),
         std::to_string(c.micro_batch),
         p.sequence_parallel ? "true" : "false",
         std::to_string(p.zero),

@@ -38,6 +38,8 @@ Style style_of(const Task& t) {
       return {"#72b7b2", "backward W (weight grads)"};
     case TaskKind::kRecompute:
       return {"#b279a2", "recompute"};
+    case TaskKind::kForwardBackward:
+      return {"#eeca3b", "forward & backward (DualPipe pair)"};
     case TaskKind::kOptimizer:
       return {"#9d755d", "optimizer"};
     case TaskKind::kComm:

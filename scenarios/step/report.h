@@ -30,6 +30,23 @@ struct ExposedComm {
   double total() const { return tp + cp + pp + dp + ep; }
 };
 
+/// Where the critical stage's mixture-of-experts blocks spent their time,
+/// seconds: parts of Breakdown's compute, recompute and exposed ep
+/// communication (not added to them again).
+struct MoeBreakdown {
+  double router = 0;            ///< gating GEMM, top-k, token counts
+  double permute = 0;           ///< permute, sort by expert, unsort, unpermute
+  double dispatch_combine = 0;  ///< exposed dispatch / combine (and expert-TP) communication
+  double grouped_gemm = 0;      ///< routed experts' grouped GEMMs and activation
+  double shared_experts = 0;
+  /// Of the above, what the busiest expert-parallel rank spends beyond an
+  /// even share of the tokens (load imbalance).
+  double imbalance = 0;
+  double total() const {
+    return router + permute + dispatch_combine + grouped_gemm + shared_experts;
+  }
+};
+
 /// What the compute stream's busy time (compute + recompute + optimizer of
 /// the Breakdown) was made of, seconds: the parts add up to those three.
 struct ComputeSplit {
@@ -50,6 +67,7 @@ struct Breakdown {
   double bubble = 0;     ///< pipeline idle time
   double optimizer = 0;  ///< optimizer step
   ComputeSplit compute_split;
+  MoeBreakdown moe;  ///< inside the above
 };
 
 /// The report of one simulated training step (scenario-format.md, "The report").

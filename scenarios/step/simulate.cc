@@ -59,6 +59,17 @@ void add_exposed(ExposedComm& e, Dim dim, double seconds) {
   }
 }
 
+void add_moe(MoeBreakdown& m, const WorkCost& c) {
+  using strategies::MoePart;
+  const auto part = [&c](MoePart p) { return c.moe_s[static_cast<size_t>(p)]; };
+  m.router += part(MoePart::kRouter);
+  m.permute += part(MoePart::kPermute);
+  m.dispatch_combine += part(MoePart::kDispatch);
+  m.grouped_gemm += part(MoePart::kExperts);
+  m.shared_experts += part(MoePart::kShared);
+  m.imbalance += c.moe_imbalance_s;
+}
+
 /// The previous task on the same (rank, stream), or -1: what a task waits
 /// for besides its dependencies.
 std::vector<int64_t> stream_predecessors(const Schedule& schedule) {
@@ -149,6 +160,7 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       for (size_t d = 0; d < c.exposed_comm_s.size(); ++d) {
         add_exposed(b.exposed_comm, static_cast<Dim>(d), c.exposed_comm_s[d]);
       }
+      add_moe(b.moe, c);
     }
     t = seconds(tt.end);
   }

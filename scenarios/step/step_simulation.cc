@@ -13,12 +13,16 @@
 #include <unordered_map>
 #include <utility>
 
+#include "scenarios/step/moe_dispatch.h"
+
 namespace podsim::scenarios {
 namespace {
 
 using strategies::CollectiveKind;
 using strategies::Dim;
 using strategies::GroupKind;
+using strategies::InWorkGroup;
+using strategies::MoePart;
 using strategies::Op;
 using strategies::OpKind;
 using strategies::OpRole;
@@ -63,20 +67,50 @@ class Pricer {
     return std::clamp(static_cast<double>(held) / sms, 0.0, 0.9);
   }
 
+  /// The SM share of an in-task collective: a fused MoE dispatch holds the
+  /// SMs the framework gives it, anything else its NCCL kernel's.
+  double comm_sm_share(const strategies::CollectiveShape& c, const std::vector<int64_t>& group) {
+    const int sms = hw_.gpu.spec().sms;
+    if (c.dispatch.dispatch_sms > 0 && sms > 0) {
+      return std::clamp(static_cast<double>(c.dispatch.dispatch_sms) / sms, 0.0, 0.9);
+    }
+    return comm_sm_share(group);
+  }
+
   /// The framework's host costs.
   const hwmodels::HostCost& host() const { return hw_.kernels.host; }
 
   /// Seconds an in-task collective takes among `group` (priced alone).
-  double collective_time(const strategies::CollectiveShape& c, const std::vector<int64_t>& group) {
+  double collective_time(const Op& op, const std::vector<int64_t>& group) {
+    const strategies::CollectiveShape& c = op.collective;
     if (group.size() <= 1 || c.bytes <= 0) return 0.0;
-    auto key = std::make_tuple(static_cast<int>(c.kind), bits_of(c.bytes), group);
+    const bool per_node = c.dispatch.per_node && c.kind == CollectiveKind::kAllToAll;
+    auto key =
+        std::make_tuple(static_cast<int>(c.kind) + (per_node ? 100 : 0), bits_of(c.bytes), group);
     auto it = collective_cache_.find(key);
     if (it != collective_cache_.end()) return it->second;
-    const double t = hwmodels::predict_collective(hw_.fabric, collective_op(c.kind), group, c.bytes,
-                                                  hwmodels::Algorithm::kAuto, hw_.collectives)
-                         .time_s;
+    const double t =
+        per_node ? fused_dispatch_time(hw_.fabric, hw_.collectives, group, c.dispatch,
+                                       *schedule_.job.model.moe, op.imbalance)
+                 : hwmodels::predict_collective(hw_.fabric, collective_op(c.kind), group, c.bytes,
+                                                hwmodels::Algorithm::kAuto, hw_.collectives)
+                       .time_s;
     collective_cache_.emplace(std::move(key), t);
     return t;
+  }
+
+  /// Seconds of one instance of a compute op spent beyond its even share of
+  /// the routed tokens (its imbalance).
+  double imbalance_time(int32_t work, size_t segment, size_t op_index) {
+    const Op& op = schedule_.works[static_cast<size_t>(work)].segments[segment].ops[op_index];
+    if (!(op.imbalance > 1)) return 0.0;
+    const double t = op_time(work, segment, op_index);
+    if (op.kind == OpKind::kGemm && op.balanced_gemm.m > 0) {
+      Op balanced = op;
+      balanced.gemm = op.balanced_gemm;
+      return std::max(0.0, t - price_compute(balanced));
+    }
+    return t * (1 - 1 / op.imbalance);
   }
 
  private:
@@ -90,6 +124,27 @@ class Pricer {
   std::vector<std::vector<std::vector<double>>> op_times_;
   std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
 };
+
+/// The group an in-task collective runs over: its dimension's, or the
+/// expert-TP (and EP) group of MoE experts under parallel folding.
+GroupKind in_work_group_kind(const strategies::CollectiveShape& c) {
+  switch (c.group) {
+    case InWorkGroup::kExpertTp:
+      return GroupKind::kExpertTp;
+    case InWorkGroup::kExpertTpEp:
+      return GroupKind::kExpertTpEp;
+    case InWorkGroup::kOfDim:
+      break;
+  }
+  return group_kind_of(c.dim);
+}
+
+/// Books `seconds` of an MoE op (and its imbalance share) on the cost.
+void add_moe(WorkCost& cost, const Op& op, double seconds, double imbalance_s) {
+  if (op.moe_part == MoePart::kNone) return;
+  cost.moe_s[static_cast<size_t>(op.moe_part)] += seconds;
+  cost.moe_imbalance_s += imbalance_s;
+}
 
 /// Books `seconds` of `op` (its price alone: `alone_s`) under its role and,
 /// outside the optimizer, its kernel kind.
@@ -150,10 +205,14 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
                     double slowdown = 1.0) {
   const strategies::Work& w = schedule.works[static_cast<size_t>(work)];
   WorkCost cost;
-  std::array<std::vector<int64_t>, strategies::kDims> groups;
-  auto group_of = [&](Dim dim) -> const std::vector<int64_t>& {
-    auto& g = groups[static_cast<size_t>(dim)];
-    if (g.empty()) g = schedule.layout.group(rank, group_kind_of(dim));
+  // DualPipe's overlapped pair: its EP transfers run on their own SMs beside
+  // the whole pair's compute, which loses that share of the SMs meanwhile.
+  double beside = 0, beside_imbalance = 0, beside_share = 0;
+  std::array<std::vector<int64_t>, strategies::kGroupKinds> groups;
+  auto group_of = [&](const strategies::CollectiveShape& c) -> const std::vector<int64_t>& {
+    const GroupKind kind = in_work_group_kind(c);
+    auto& g = groups[static_cast<size_t>(kind)];
+    if (g.empty()) g = schedule.layout.group(rank, kind);
     return g;
   };
   const hwmodels::HostCost& host = pricer.host();
@@ -186,24 +245,51 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const Op& compute = op.kind == OpKind::kCollective ? seg.ops[j] : op;
         const size_t compute_index = op.kind == OpKind::kCollective ? j : i;
         const double alone = slowdown * pricer.op_time(work, s, compute_index);
-        const double tx = pricer.collective_time(comm.collective, group_of(comm.collective.dim));
-        const double share = pricer.comm_sm_share(group_of(comm.collective.dim));
+        const double tx = pricer.collective_time(comm, group_of(comm.collective));
+        const double share = pricer.comm_sm_share(comm.collective, group_of(comm.collective));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
+        const double exposed = std::max(0.0, tx - tc);
         add_op(cost, compute, count * tc, count * alone);
         cost.comm_contention_s += count * (tc - alone);
-        cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] +=
-            count * std::max(0.0, tx - tc);
+        cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] += count * exposed;
         cost.hidden_comm_s += count * std::min(tx, tc);
+        add_moe(cost, compute, count * tc,
+                count * slowdown * pricer.imbalance_time(work, s, compute_index));
+        add_moe(cost, comm, count * exposed,
+                count * exposed * (1 - 1 / std::max(1.0, comm.imbalance)));
         continue;
       }
       if (op.kind == OpKind::kCollective) {
-        const double tx = pricer.collective_time(op.collective, group_of(op.collective.dim));
+        const double tx = pricer.collective_time(op, group_of(op.collective));
+        if (w.overlap_ep_comm && op.collective.dim == Dim::kEp) {
+          // Beside the other half's compute (DualPipe's F&B), settled below.
+          beside += count * tx;
+          beside_imbalance += count * tx * (1 - 1 / std::max(1.0, op.imbalance));
+          beside_share =
+              std::max(beside_share, pricer.comm_sm_share(op.collective, group_of(op.collective)));
+          continue;
+        }
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
+        add_moe(cost, op, count * tx, count * tx * (1 - 1 / std::max(1.0, op.imbalance)));
       } else {
         const double t = count * slowdown * pricer.op_time(work, s, i);
         add_op(cost, op, t, t);
+        add_moe(cost, op, t, count * slowdown * pricer.imbalance_time(work, s, i));
       }
     }
+  }
+  if (beside > 0) {
+    const double alone = cost.compute_s + cost.recompute_s;
+    const double stretched = alone + beside_share * std::min(beside, alone / (1.0 - beside_share));
+    const double exposed = std::max(0.0, beside - stretched);
+    const double scale = alone > 0 ? stretched / alone : 1.0;
+    cost.comm_contention_s += stretched - alone;
+    cost.compute_s *= scale;
+    cost.recompute_s *= scale;
+    cost.hidden_comm_s += beside - exposed;
+    cost.exposed_comm_s[static_cast<size_t>(Dim::kEp)] += exposed;
+    cost.moe_s[static_cast<size_t>(MoePart::kDispatch)] += exposed;
+    cost.moe_imbalance_s += beside > 0 ? beside_imbalance * exposed / beside : 0.0;
   }
   const double gpu_s = std::accumulate(cost.exposed_comm_s.begin(), cost.exposed_comm_s.end(),
                                        cost.compute_s + cost.recompute_s + cost.optimizer_s);
@@ -239,14 +325,14 @@ double work_slowdown(const Schedule& schedule, const Degradation& degradation, i
     return it == degradation.gpu_slowdown.end() ? 1.0 : it->second;
   };
   double slowdown = slowdown_of(rank);
-  std::array<bool, strategies::kDims> seen{};
+  std::array<bool, strategies::kGroupKinds> seen{};
   for (const strategies::Segment& seg : schedule.works[static_cast<size_t>(work)].segments) {
     for (const Op& op : seg.ops) {
       if (op.kind != OpKind::kCollective) continue;
-      const auto dim = static_cast<size_t>(op.collective.dim);
-      if (seen[dim]) continue;
-      seen[dim] = true;
-      for (const int64_t member : schedule.layout.group(rank, group_kind_of(op.collective.dim))) {
+      const GroupKind kind = in_work_group_kind(op.collective);
+      if (seen[static_cast<size_t>(kind)]) continue;
+      seen[static_cast<size_t>(kind)] = true;
+      for (const int64_t member : schedule.layout.group(rank, kind)) {
         slowdown = std::max(slowdown, slowdown_of(member));
       }
     }
@@ -357,6 +443,7 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       shape.kv_len = a.kv_len;
       shape.head_dim = a.head_dim;
       shape.causal = a.causal;
+      shape.window = a.window;
       shape.dropout = strategies::uses_dropout(job.model);
       const hwmodels::Pass pass = a.backward ? hwmodels::Pass::kBackward : hwmodels::Pass::kForward;
       if (a.flash && attention) return gpu.attention_time(shape, pass, *attention, op.format);
@@ -446,10 +533,11 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   Images images(schedule.layout, schedule.job.plan);
   ImageCounter counter(images, fabric);
 
-  // Work costs by the rank's TP/CP/EP groups (ranks whose groups coincide
-  // share them), then by work: index into out.costs, in first-use order. A
-  // work a degraded GPU slows is priced by (work, groups, slowdown) instead.
-  using RankGroups = std::tuple<int64_t, int64_t, int64_t>;
+  // Work costs by the rank's TP/CP/EP/expert-TP groups (ranks whose groups
+  // coincide share them), then by work: index into out.costs, in first-use
+  // order. A work a degraded GPU slows is priced by (work, groups, slowdown)
+  // instead.
+  using RankGroups = std::tuple<int64_t, int64_t, int64_t, int64_t>;
   std::map<RankGroups, std::vector<uint32_t>> cost_index;
   std::map<std::tuple<int32_t, RankGroups, uint64_t>, uint32_t> slowed_cost_index;
   std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
@@ -532,7 +620,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       return *std::min_element(g.begin(), g.end());
     };
     const RankGroups rank_groups{group_id(GroupKind::kTp), group_id(GroupKind::kCp),
-                                 group_id(GroupKind::kEp)};
+                                 group_id(GroupKind::kEp), group_id(GroupKind::kExpertTp)};
     std::vector<uint32_t>& rank_costs = cost_index[rank_groups];
     rank_costs.resize(schedule.works.size(), StepTimeline::kNoCost);
     for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {

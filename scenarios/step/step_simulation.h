@@ -59,6 +59,12 @@ struct WorkCost {
   /// Part of compute_s + recompute_s that compute ops lose to the SMs held
   /// by NCCL kernels of collectives paired with them.
   double comm_contention_s = 0;
+  /// Time of the MoE blocks' ops by strategies::MoePart (compute ops, and
+  /// the exposed part of their collectives; included in the totals above).
+  std::array<double, strategies::kMoeParts> moe_s{};
+  /// Part of moe_s the busiest expert-parallel rank spends beyond its even
+  /// share of the routed tokens (load imbalance).
+  double moe_imbalance_s = 0;
   /// What the host spends issuing the work (kernel dispatch, compiled-region
   /// calls, hooks, synchronisations).
   double host_s = 0;

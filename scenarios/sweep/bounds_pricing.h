@@ -93,7 +93,7 @@ struct PlanBounds::Impl {
   /// segment ops + group key -> seconds on the compute stream, per repeat.
   std::unordered_map<std::string, double> segment_costs;
 
-  /// The TP, CP and EP groups of `rank`, the only groups in-task collectives
+  /// The TP, CP and EP (and expert-TP) groups of `rank`, the only groups in-task collectives
   /// use, and where to price them: when they lie inside one full block of a
   /// level (levels_of) and the layout gives the rank moved to the first
   /// block the same groups moved alike (checked, not assumed), on that
@@ -104,8 +104,9 @@ struct PlanBounds::Impl {
     int64_t rank = 0;
     int level = -1;  ///< -1: the whole fabric
   };
-  static constexpr std::array<strategies::GroupKind, 3> kInTask{
-      strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp};
+  static constexpr std::array<strategies::GroupKind, 5> kInTask{
+      strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp,
+      strategies::GroupKind::kExpertTp, strategies::GroupKind::kExpertTpEp};
   Groups groups_of(const strategies::Layout& layout, int64_t rank) const;
   const hwmodels::Fabric& fabric_for(const Groups& groups);
   double work_cost(const strategies::Job& job, const strategies::Layout& layout,

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,8 +25,8 @@ namespace bounds_detail {
 
 std::vector<std::vector<ChunkInfo>> chunks_by_stage(const Job& job) {
   std::vector<std::vector<ChunkInfo>> out(static_cast<size_t>(job.plan.pp));
-  for (const ChunkInfo& c : strategies::model_chunks(job)) {
-    out[static_cast<size_t>(c.stage)].push_back(c);  // virtual_index ascending
+  for (int64_t s = 0; s < job.plan.pp; ++s) {
+    out[static_cast<size_t>(s)] = strategies::stage_chunks(job, s);  // virtual_index ascending
   }
   return out;
 }
@@ -38,16 +40,19 @@ std::vector<double> quick_memory(const Job& job, double reserved,
     std::vector<double> stored;
     for (const ChunkInfo& c : chunks[s]) {
       stored.push_back(strategies::stored_activation_bytes(job, c, c.layer_begin, c.layer_end,
-                                                           c.has_embedding, c.has_head));
+                                                           c.has_embedding, c.has_head, c.mtp));
     }
     double live = 0, peak = 0;
     for (const Slot& slot : orders[s]) {
       const double bytes = stored[static_cast<size_t>(slot.chunk)];
-      if (slot.kind == SlotKind::kForward) {
+      if (slot.kind == SlotKind::kForward || slot.kind == SlotKind::kForwardBackward) {
         live += bytes;
         peak = std::max(peak, live);
-      } else if (slot.kind == SlotKind::kBackward) {
+      }
+      if (slot.kind == SlotKind::kBackward || slot.kind == SlotKind::kBackwardInput) {
         live -= bytes;
+      } else if (slot.kind == SlotKind::kForwardBackward) {
+        live -= stored[static_cast<size_t>(slot.backward_chunk)];
       }
     }
     const double fixed = strategies::static_memory(job, static_cast<int64_t>(s)).total() + reserved;
@@ -68,25 +73,55 @@ double PlanBounds::Impl::quick_step(const Job& job,
   const int64_t p = job.plan.pp;
   const int64_t v = job.plan.virtual_stages;
   const int64_t m = strategies::micro_batches(job);
+  // DualPipe's two directions do not follow the chunk order below: no bound
+  // rather than a wrong one.
+  if (job.plan.schedule == strategies::PipelineSchedule::kDualPipe) return 0.0;
   const bool zb = job.plan.schedule == strategies::PipelineSchedule::kZeroBubble;
-  const bool recompute = job.plan.recompute.mode != strategies::RecomputeMode::kNone;
+  const bool recompute = job.plan.recompute.mode != strategies::RecomputeMode::kNone ||
+                         job.plan.recompute.full_layers > 0;
   const strategies::Layout layout(job.plan);
 
   // Per stage and chunk: forward, backward (recompute + backward, or B), W.
-  // A chunk's work is its embedding, `layers` x one layer and its head, so
-  // its price is assembled from the segment prices of a one-layer work with
-  // both ends, per distinct set of in-task groups (usually one per plan).
+  // A chunk's work is its embedding, runs of layers of a few kinds and its
+  // head, so its price is assembled from the prices of one layer of each
+  // kind and of the ends, per distinct set of in-task groups (usually one
+  // per plan).
   struct ChunkCost {
     double forward = 0, backward = 0, weight = 0;
   };
   struct SegmentCosts {
-    double embedding = 0, layer = 0, head = 0;
+    double embedding = 0, head = 0, mtp = 0;
+    std::map<strategies::LayerKind, double> layer;
   };
   std::vector<Pass> passes{Pass::kForward, zb ? Pass::kBackwardInput : Pass::kBackward};
   if (recompute) passes.push_back(Pass::kRecompute);
   if (zb) passes.push_back(Pass::kBackwardWeight);
-  std::vector<strategies::Work> one_layer;
-  for (Pass pass : passes) one_layer.push_back(strategies::make_work(job, pass, 1, true, true));
+  std::set<strategies::LayerKind> kinds;
+  for (const auto& stage_chunks : chunks) {
+    for (const ChunkInfo& c : stage_chunks) {
+      for (const strategies::LayerRun& run :
+           strategies::layer_runs(job, c, c.layer_begin, c.layer_end)) {
+        kinds.insert(run.kind);
+      }
+    }
+  }
+  struct OneLayer {
+    std::optional<strategies::LayerKind> kind;  ///< none: the ends (embedding, head, MTP)
+    std::vector<strategies::Work> works;        ///< by pass
+  };
+  std::vector<OneLayer> one_layer;
+  OneLayer ends;
+  for (Pass pass : passes) {
+    ends.works.push_back(strategies::make_work(job, pass, {{}, true, true, job.model.mtp_layers}));
+  }
+  one_layer.push_back(std::move(ends));
+  for (const strategies::LayerKind& kind : kinds) {
+    OneLayer one{kind, {}};
+    for (Pass pass : passes) {
+      one.works.push_back(strategies::make_work(job, pass, {{{kind, 1}}, false, false, 0}));
+    }
+    one_layer.push_back(std::move(one));
+  }
   std::vector<std::pair<std::string, std::vector<SegmentCosts>>> priced;  // by group key
   std::map<double, double> optimizer_seconds;                             // by parameters updated
 
@@ -97,26 +132,40 @@ double PlanBounds::Impl::quick_step(const Job& job,
     auto found = std::find_if(priced.begin(), priced.end(),
                               [&](const auto& entry) { return entry.first == groups.key; });
     if (found == priced.end()) {
-      std::vector<SegmentCosts> costs;
-      for (const strategies::Work& w : one_layer) {
-        SegmentCosts c;
-        for (const strategies::Segment& seg : w.segments) {
-          const double seconds = segment_cost(job, layout, groups, seg);
-          if (seg.name == "embedding") c.embedding = seconds;
-          if (seg.name == "layer") c.layer = seconds;
-          if (seg.name == "head") c.head = seconds;
+      std::vector<SegmentCosts> costs(passes.size());
+      for (const OneLayer& one : one_layer) {
+        for (size_t pi = 0; pi < passes.size(); ++pi) {
+          SegmentCosts& c = costs[pi];
+          for (const strategies::Segment& seg : one.works[pi].segments) {
+            const double seconds = segment_cost(job, layout, groups, seg);
+            if (one.kind) {
+              c.layer[*one.kind] += seconds;
+            } else if (seg.name == "embedding") {
+              c.embedding = seconds;
+            } else if (seg.name == "head") {
+              c.head = seconds;
+            } else if (seg.name == "mtp") {
+              c.mtp = seconds;  // per module
+            }
+          }
         }
-        costs.push_back(c);
       }
       priced.emplace_back(groups.key, std::move(costs));
       found = std::prev(priced.end());
     }
     const std::vector<SegmentCosts>& costs = found->second;
     for (const ChunkInfo& c : chunks[static_cast<size_t>(s)]) {
+      const std::vector<strategies::LayerRun> runs =
+          strategies::layer_runs(job, c, c.layer_begin, c.layer_end);
       auto cost = [&](size_t pass_index) {
         const SegmentCosts& sc = costs[pass_index];
-        return static_cast<double>(c.layers()) * sc.layer + (c.has_embedding ? sc.embedding : 0.0) +
-               (c.has_head ? sc.head : 0.0);
+        double seconds = (c.has_embedding ? sc.embedding : 0.0) + (c.has_head ? sc.head : 0.0) +
+                         static_cast<double>(c.mtp) * sc.mtp;
+        for (const strategies::LayerRun& run : runs) {
+          const auto it = sc.layer.find(run.kind);
+          if (it != sc.layer.end()) seconds += static_cast<double>(run.count) * it->second;
+        }
+        return seconds;
       };
       ChunkCost cc;
       cc.forward = cost(0);
@@ -155,10 +204,12 @@ double PlanBounds::Impl::quick_step(const Job& job,
         const auto mb = static_cast<size_t>(slot.micro_batch);
         const ChunkCost& cc = chunk_cost[si][static_cast<size_t>(slot.chunk)];
         double ready = 0, duration = cc.weight;
+        const bool backward =
+            slot.kind == SlotKind::kBackward || slot.kind == SlotKind::kBackwardInput;
         if (slot.kind == SlotKind::kForward) {
           if (k > 0) ready = f_end[(k - 1) * mbs + mb];
           duration = cc.forward;
-        } else if (slot.kind == SlotKind::kBackward) {
+        } else if (backward) {
           if (k + 1 < chunks_total) ready = b_end[(k + 1) * mbs + mb];
           duration = cc.backward;
         }
@@ -166,7 +217,7 @@ double PlanBounds::Impl::quick_step(const Job& job,
         const double end = std::max(clock[si], ready) + duration;
         clock[si] = end;
         if (slot.kind == SlotKind::kForward) f_end[k * mbs + mb] = end;
-        if (slot.kind == SlotKind::kBackward) b_end[k * mbs + mb] = end;
+        if (backward) b_end[k * mbs + mb] = end;
         ++pos[si];
         --remaining;
         progress = true;

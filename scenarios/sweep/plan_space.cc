@@ -59,14 +59,22 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
         for (int64_t pp : divisors(g / tp / cp)) {
           if (pp > max_pp || !allowed(pp)) continue;
           const int64_t dp = g / tp / cp / pp;
-          std::vector<int64_t> eps{1};
+          // MoE parallel folding: expert_tp x ep regroups the tp*cp*dp
+          // ranks of a stage (Megatron-Core), whatever tp and cp are.
+          std::vector<std::pair<int64_t, int64_t>> expert_splits{{1, 1}};
           if (moe) {
-            eps.clear();
+            expert_splits.clear();
+            const int64_t stage_ranks = tp * cp * dp;
+            const int64_t max_etp = space.max_expert_tp > 0 ? space.max_expert_tp : max_tp;
             for (int64_t ep : divisors(model.moe->experts)) {
-              if ((dp * cp) % ep == 0 && allowed(ep)) eps.push_back(ep);
+              if (stage_ranks % ep != 0 || !allowed(ep)) continue;
+              for (int64_t etp : divisors(stage_ranks / ep)) {
+                if (etp > max_etp || !allowed(etp) || model.moe->ffn_hidden % etp != 0) continue;
+                expert_splits.emplace_back(ep, etp);
+              }
             }
           }
-          for (int64_t ep : eps) {
+          for (const auto& [ep, etp] : expert_splits) {
             for (int64_t mb : micro_batches) {
               if (mb < 1 || scenario.training.global_batch % (dp * mb) != 0) continue;
               std::vector<std::pair<PipelineSchedule, int64_t>> schedules;
@@ -106,6 +114,9 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                       p.pp = pp;
                       p.dp = dp;
                       p.ep = ep;
+                      p.expert_tp = etp;
+                      // An explicit layout fits only its own chunk count.
+                      if (static_cast<int64_t>(p.layout.size()) != pp * v) p.layout.clear();
                       p.sequence_parallel = sp && tp > 1;
                       p.zero = zero;
                       p.shard_group = sg;

@@ -33,6 +33,10 @@ struct SweepSpace {
   int64_t max_cp = 0;
   /// Largest pipeline degree; 0 = the model's layers.
   int64_t max_pp = 0;
+  /// MoE models: largest expert tensor-parallel degree; 0 = max_tp. Every
+  /// ep dividing the experts and expert_tp dividing the expert ffn with
+  /// ep * expert_tp dividing tp*cp*dp is tried (MoE parallel folding).
+  int64_t max_expert_tp = 0;
   /// Micro-batch sizes tried (each must divide global_batch / dp).
   std::vector<int64_t> micro_batches{1, 2, 4, 8};
   /// Interleaved 1F1B: virtual stages 2..max dividing ceil(layers / pp).
@@ -63,9 +67,9 @@ struct SweepCandidate {
 
 /// Every plan of `space` that strategies::validate accepts for `scenario`'s
 /// model and training on each target and whose schedule is not too large to
-/// build (strategies::schedule_size_problem), in canonical order: target, tp, cp,
-/// pp, ep, micro-batch, schedule, virtual stages, recompute, zero, shard
-/// group. The scenario's sequence-parallel flag, context algorithm and rank
+/// build (strategies::schedule_size_problem), in canonical order: target, tp,
+/// cp, pp, ep, expert_tp, micro-batch, schedule, virtual stages, recompute,
+/// zero, shard group. The scenario's sequence-parallel flag, context algorithm and rank
 /// order are kept (sequence parallelism is on for every tp > 1 when the
 /// scenario uses it or has tp = 1).
 std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,

@@ -51,10 +51,11 @@ TEST(Layout, CustomOrderPutsDpOutermost) {
 TEST(Layout, GroupsPartitionTheRanks) {
   ParallelPlan p = plan(2, 2, 4, 2, 4);
   p.shard_group = 4;
+  p.expert_tp = 2;
   const Layout l(p);
-  for (GroupKind kind :
-       {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kDpCp, GroupKind::kEp,
-        GroupKind::kExpertDp, GroupKind::kPp, GroupKind::kShard, GroupKind::kReplica}) {
+  for (GroupKind kind : {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kDpCp,
+                         GroupKind::kEp, GroupKind::kExpertDp, GroupKind::kPp, GroupKind::kShard,
+                         GroupKind::kReplica, GroupKind::kExpertTp, GroupKind::kExpertTpEp}) {
     std::set<int64_t> seen;
     std::set<std::vector<int64_t>> groups;
     for (int64_t r = 0; r < l.world(); ++r) {
@@ -70,15 +71,37 @@ TEST(Layout, GroupsPartitionTheRanks) {
   }
 }
 
-TEST(Layout, ExpertParallelIsCarvedFromDataAndContextRanks) {
-  // tp 2, cp 2, dp 4, ep 4: the 8 dp x cp ranks of a (tp, pp) position split
-  // into 2 EP groups of 4 consecutive data-parallel indices (cp innermost).
-  const Layout l(plan(2, 2, 4, 1, 4));
+TEST(Layout, ExpertParallelIsCarvedFromDataAndContextRanksWhenExpertTpIsTp) {
+  // tp 2, cp 2, dp 4, ep 4 with expert_tp = tp (the 1.0 rule): the 8 dp x cp
+  // ranks of a (tp, pp) position split into 2 EP groups of 4 consecutive
+  // data-parallel indices (cp innermost).
+  ParallelPlan p = plan(2, 2, 4, 1, 4);
+  p.expert_tp = 2;
+  const Layout l(p);
   EXPECT_EQ(l.group(0, GroupKind::kEp), (std::vector<int64_t>{0, 2, 4, 6}));
   EXPECT_EQ(l.group(0, GroupKind::kExpertDp), (std::vector<int64_t>{0, 8}));
   EXPECT_EQ(l.group(1, GroupKind::kEp), (std::vector<int64_t>{1, 3, 5, 7}));
+  EXPECT_EQ(l.group(1, GroupKind::kExpertTp), l.group(1, GroupKind::kTp));
   EXPECT_EQ(l.coords(6).ep, 3);
   EXPECT_EQ(l.coords(8).edp, 1);
+}
+
+TEST(Layout, FoldingRegroupsAStageAsExpertTpEpExpertDp) {
+  // Megatron-Core's expert RankGenerator (tp = expert_tp, cp = 1, dp =
+  // world / (expert_tp ep pp)) over the same ranks: with expert_tp 1 the EP
+  // group of tp 2, ep 4 takes 4 consecutive ranks, TP peers included.
+  const Layout l(plan(2, 2, 4, 2, 4));
+  EXPECT_EQ(l.group(0, GroupKind::kEp), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(l.group(5, GroupKind::kExpertDp), (std::vector<int64_t>{1, 5, 9, 13}));
+  EXPECT_EQ(l.group(16 + 6, GroupKind::kEp), (std::vector<int64_t>{20, 21, 22, 23}));
+  EXPECT_EQ(l.group_size(GroupKind::kExpertDp), 4);
+  ParallelPlan folded = plan(2, 2, 4, 1, 4);
+  folded.expert_tp = 4;  // 16 ranks = expert_tp 4 x ep 4
+  const Layout f(folded);
+  EXPECT_EQ(f.group(5, GroupKind::kExpertTp), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(f.group(5, GroupKind::kEp), (std::vector<int64_t>{1, 5, 9, 13}));
+  EXPECT_EQ(f.group_size(GroupKind::kExpertDp), 1);
+  EXPECT_EQ(f.group(5, GroupKind::kExpertTpEp).size(), 16u);
 }
 
 TEST(Layout, HsdpShardsInsideReplicasAcross) {

@@ -92,7 +92,7 @@ TEST(Recompute, ModesOrderAndEveryCountsCheckpoints) {
   EXPECT_DOUBLE_EQ(stored(RecomputeMode::kEvery, 3), 3 * a.input);  // layers 0, 3, 6
   EXPECT_DOUBLE_EQ(stored(RecomputeMode::kEvery, 1), stored(RecomputeMode::kFull));
   job.plan.recompute = {RecomputeMode::kEvery, 3};
-  EXPECT_DOUBLE_EQ(recompute_transient_bytes(job, 8), 3 * a.full());
+  EXPECT_DOUBLE_EQ(recompute_transient_bytes(job, c, 0, 8), 3 * a.full());
   EXPECT_GT(a.full(), a.saved);
   EXPECT_GT(a.saved, a.input);
 }

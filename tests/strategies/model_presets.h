@@ -75,12 +75,34 @@ inline ModelShape make(std::string_view name) {
     m.moe = MoeShape{8, 2, 14336, 0};
     return m;
   }
+  if (name == "deepseek-v3") {
+    ModelShape m = llama("deepseek-v3", 61, 7168, 18432, 128, 128, 129280,
+                         "DeepSeek-V3 report section 4.2, HF config.json");
+    m.moe = MoeShape{256, 8, 2048, 1};
+    m.moe->dense_layers = 3;
+    m.moe->balancing = RouterBalancing::kLossFree;
+    m.moe->expert_groups = 8;
+    m.moe->groups_per_token = 4;
+    m.attention.kind = AttentionKind::kMla;
+    m.attention.mla = {1536, 512, 64, 128, 128};
+    m.mtp_layers = 1;
+    return m;
+  }
+  if (name == "gpt-oss-120b") {
+    ModelShape m =
+        llama("gpt-oss-120b", 36, 2880, 2880, 64, 8, 201088, "HF openai/gpt-oss-120b config.json");
+    m.head_dim = 64;
+    m.moe = MoeShape{128, 4, 2880, 0};
+    m.attention.sliding_window = 128;
+    m.attention.sliding_window_every = 2;
+    return m;
+  }
   return {};
 }
 
-constexpr std::array<std::string_view, 7> kNames{"gpt3-175b",   "llama2-7b",  "llama2-70b",
-                                                 "llama3-8b",   "llama3-70b", "llama3-405b",
-                                                 "mixtral-8x7b"};
+constexpr std::array<std::string_view, 9> kNames{"gpt3-175b",    "llama2-7b",   "llama2-70b",
+                                                 "llama3-8b",    "llama3-70b",  "llama3-405b",
+                                                 "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b"};
 
 inline std::optional<ModelShape> model_preset(std::string_view name) {
   for (std::string_view n : kNames) {

@@ -131,6 +131,43 @@ TEST(PipelineMemory, OneFOneBKeepsPMicroBatchesGpipeM) {
   }
 }
 
+// Layer kinds in the tensor lists: a model of dense and MoE layers with an
+// MTP module keeps, per micro-batch, what stored_activation_bytes() counts
+// for its kinds (GPipe: every micro-batch's at once), and its standing
+// weights and optimizer states are static_memory()'s, expert tensors
+// sharded over the expert-data-parallel group.
+TEST(PipelineMemory, MoeLayerKindsAndMtpKeepWhatTheirTensorsSay) {
+  Job job = preset_job("deepseek-v3", 1024, 8);
+  job.model.layers = 5;  // 3 dense, 2 MoE layers
+  job.model.mtp_layers = 1;
+  job.plan.dp = 4;
+  job.plan.ep = 4;
+  job.plan.zero = 1;
+  job.plan.schedule = PipelineSchedule::kGpipe;
+  job.plan.recompute = {RecomputeMode::kNone, 1};
+  ASSERT_TRUE(validate(job).empty());
+  const Schedule s = build(job, Scope::kRepresentatives);
+  const ChunkInfo c = stage_chunks(job, 0).front();
+  ASSERT_EQ(c.mtp, 1);
+  const double per_mb = stored_activation_bytes(job, c, c.layer_begin, c.layer_end, c.has_embedding,
+                                                c.has_head, c.mtp);
+  const double dense_only = stored_activation_bytes(job, c, 0, 3, false, false);
+  const double moe_only = stored_activation_bytes(job, c, 3, 5, false, false);
+  EXPECT_NE(dense_only / 3, moe_only / 2);  // the two kinds keep different tensors
+  const int64_t m = job.training.global_batch / (job.training.micro_batch * job.plan.dp);
+  EXPECT_NEAR(peak_in_order(s, 0), static_cast<double>(m) * per_mb, 1e-6 * per_mb);
+  double weights = 0, optimizer = 0;
+  for (const Buffer& b : s.buffers) {
+    if (b.lifetime == Lifetime::kStep || b.lifetime == Lifetime::kUntilNextStep) continue;
+    if (b.kind == MemoryKind::kWeights) weights += s.bytes(b);
+    if (b.kind == MemoryKind::kOptimizer) optimizer += s.bytes(b);
+  }
+  const StaticMemory st = static_memory(job, 0);
+  EXPECT_NEAR(weights, st.weights, 1e-9 * st.weights);
+  EXPECT_NEAR(optimizer, st.optimizer, 1e-9 * st.optimizer);
+  EXPECT_GT(stage_parameters(job, 0).expert, 0);
+}
+
 // FSDP under pipeline parallelism (torchtitan; GradBuffers::kPerStep): no
 // gradient buffer stands through the step. Each stage's first backward makes
 // its unsharded accumulator, its last reduce-scatter gives it back, and the
@@ -485,9 +522,10 @@ TEST(ScheduleCounts, ZeroThreeGathersAsTheFrameworkSchedulesThem) {
   // Each unit's gather takes as long as its forward.
   auto step = [](const Schedule& s) {
     const auto costs = layer_costs(1, 2, 1);
-    return evaluate(s, [&](const Task& t) {
-             return t.purpose == CommPurpose::kParamGather ? 1.0 : costs(t);
-           })
+    return evaluate(s,
+                    [&](const Task& t) {
+                      return t.purpose == CommPurpose::kParamGather ? 1.0 : costs(t);
+                    })
         .makespan;
   };
   auto gathers = [](const Schedule& s) {

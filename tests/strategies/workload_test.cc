@@ -298,20 +298,34 @@ TEST(Collectives, ExpertParallelDispatchAndCombine) {
   Job job = preset_job("mixtral-8x7b", 4096, 8);
   job.plan.dp = 4;
   job.plan.ep = 4;
+  job.model.moe->capacity_factor = 1.0;         // no expert takes more than its even share
   const double routed = 4096.0 * 2 * 4096 * 2;  // tokens x top_k x hidden, bf16
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     const CollectiveTally t = tally(layer_ops(job, pass));
     EXPECT_EQ((t.count.at({Dim::kEp, CollectiveKind::kAllToAll})), 2);
     EXPECT_DOUBLE_EQ((t.bytes.at({Dim::kEp, CollectiveKind::kAllToAll})), 2 * routed);
   }
-  // Balanced routing: each of the 2 local experts gets tokens*top_k/2 rows.
-  for (const Op& op : layer_ops(job, Pass::kForward)) {
-    if (op.name == "moe_expert_fc1") {
-      EXPECT_EQ(op.gemm.batch, 2);
-      EXPECT_EQ(op.gemm.m, 4096 * 2 / 2);
-      EXPECT_EQ(op.gemm.n, 2 * 14336);
+  // Even load: each of the 2 local experts gets tokens*top_k/2 rows.
+  auto fc1 = [&]() {
+    for (const Op& op : layer_ops(job, Pass::kForward)) {
+      if (op.name == "moe_expert_fc1") return op;
     }
-  }
+    return Op{};
+  };
+  EXPECT_EQ(fc1().gemm.batch, 2);
+  EXPECT_EQ(fc1().gemm.m, 4096 * 2 / 2);
+  EXPECT_EQ(fc1().gemm.n, 2 * 14336);
+  // A trained router loads the busiest rank more; the even shape is kept
+  // beside it to price the excess, and model FLOPs stay those of even load.
+  const double even_model_flops = fc1().model_flops;
+  job.model.moe->capacity_factor.reset();
+  job.model.moe->load_balance = LoadBalance::kLearned;
+  const Op learned = fc1();
+  EXPECT_GT(learned.gemm.m, 4096);
+  EXPECT_EQ(learned.balanced_gemm.m, 4096);
+  EXPECT_GT(learned.imbalance, 1.0);
+  EXPECT_DOUBLE_EQ(learned.model_flops, even_model_flops);
+  EXPECT_GT(learned.flops, even_model_flops);
 }
 
 TEST(Recompute, PassesHoldWhatTheModeRecomputes) {

@@ -390,14 +390,52 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
          s["parallelism"]["ep"] = 16;
        },
        "/parallelism/ep", "does not divide experts=8"},
-      {"ep dp cp",
+      {"ep folding",
        [](json& s) {
          s["model"] = {{"base", "mixtral-8x7b"}, {"moe", {{"experts", 64}}}};
-         s["parallelism"] = {{"dp", 4}, {"tp", 8}, {"ep", 8}};
+         s["parallelism"] = {{"dp", 4}, {"tp", 8}, {"ep", 64}, {"sequence_parallel", true}};
          s["cluster"]["nodes"] = 4;
          s["training"]["global_batch"] = 512;
        },
-       "/parallelism/ep", "does not divide dp*cp = 4"},
+       "/parallelism/ep", "does not divide tp*cp*dp = 32"},
+      {"expert tp",
+       [](json& s) {
+         s["model"] = {{"base", "mixtral-8x7b"}, {"moe", {{"ffn_hidden", 1100}}}};
+         s["parallelism"] = {{"dp", 64}, {"ep", 8}, {"expert_tp", 8}};
+       },
+       "/parallelism/expert_tp", "does not divide moe.ffn_hidden=1100"},
+      {"expert groups",
+       [](json& s) {
+         s["model"] = {{"base", "mixtral-8x7b"}, {"moe", {{"expert_groups", 3}}}};
+       },
+       "/model/moe/expert_groups", "does not divide experts=8"},
+      {"mla",
+       [](json& s) {
+         s["model"] = {{"base", "llama3-8b"}, {"attention", {{"kind", "mla"}}}};
+       },
+       "/model/attention/kv_lora_rank", "MLA needs a positive kv_lora_rank"},
+      {"layout syntax",
+       [](json& s) {
+         s["parallelism"] = {
+             {"dp", 16}, {"pp", 4}, {"pipeline", {{"layout", "Et*8|(t*8|)*2tx*8L"}}}};
+       },
+       "/parallelism/pipeline/layout", "unknown symbol 'x'"},
+      {"dualpipe stages",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 8}, {"pp", 8}, {"pipeline", {{"schedule", "dualpipe"}}}};
+         s["model"] = {{"base", "llama3-8b"}, {"layers", 30}};
+         s["parallelism"]["pp"] = 2;
+         s["parallelism"]["dp"] = 32;
+         s["training"]["global_batch"] = 32;
+       },
+       "/training/global_batch", "at least 2*pp = 4"},
+      {"dualpipe odd",
+       [](json& s) {
+         s["parallelism"] = {{"dp", 16}, {"pp", 3}, {"pipeline", {{"schedule", "dualpipe"}}}};
+         s["cluster"]["nodes"] = 6;
+         s["training"]["global_batch"] = 256;
+       },
+       "/parallelism/pp", "even number of stages"},
       {"top k",
        [](json& s) {
          s["model"] = {{"base", "mixtral-8x7b"}, {"moe", {{"top_k", 9}}}};
@@ -478,6 +516,62 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
         << check.name << ":\n"
         << problems_text(spec.problems());
   }
+}
+
+TEST(Reader, MixtureOfExpertsKeysOfVersion1Point2) {
+  json scenario = base_scenario();
+  scenario["model"] = "deepseek-v3";
+  scenario["cluster"]["nodes"] = 128;
+  scenario["parallelism"] = {{"dp", 32},
+                             {"tp", 2},
+                             {"pp", 16},
+                             {"ep", 64},
+                             {"sequence_parallel", true},
+                             {"recompute_modules", {"mla_up_proj", "mlp"}},
+                             {"recompute_layers", 1},
+                             {"pipeline", {{"layout", "Et*4|(t*4|)*14tmL"}}}};
+  const ScenarioSpec s = read_ok(scenario);
+  ASSERT_TRUE(s.model.moe);
+  EXPECT_EQ(s.model.moe->dense_layers, 3);
+  EXPECT_EQ(s.model.moe->load_balance, strategies::LoadBalance::kLearned);
+  EXPECT_EQ(s.model.moe->balancing, strategies::RouterBalancing::kLossFree);
+  EXPECT_FALSE(s.model.moe->capacity_factor);
+  EXPECT_EQ(s.model.attention.kind, strategies::AttentionKind::kMla);
+  EXPECT_EQ(s.model.attention.mla.kv_lora_rank, 512);
+  EXPECT_EQ(s.model.mtp_layers, 1);
+  EXPECT_EQ(s.plan.expert_tp, 1);
+  ASSERT_EQ(s.plan.layout.size(), 16u);
+  EXPECT_EQ(s.plan.layout.back().mtp, 1);
+  EXPECT_EQ(s.plan.recompute.full_layers, 1);
+  EXPECT_EQ(s.plan.recompute.modules,
+            strategies::module_bit(strategies::RecomputeModule::kMlaUpProj) |
+                strategies::module_bit(strategies::RecomputeModule::kMlp));
+  // capacity_factor null is dropless; a number caps; an array of counts is a layout.
+  scenario["model"] = {{"base", "mixtral-8x7b"},
+                       {"moe", {{"capacity_factor", nullptr}, {"load_balance", "forced"}}}};
+  scenario["parallelism"] = {{"dp", 64}, {"ep", 8}};
+  EXPECT_FALSE(read_ok(scenario).model.moe->capacity_factor);
+  EXPECT_EQ(read_ok(scenario).model.moe->load_balance, strategies::LoadBalance::kForced);
+  scenario["model"]["moe"]["capacity_factor"] = 1.25;
+  EXPECT_DOUBLE_EQ(*read_ok(scenario).model.moe->capacity_factor, 1.25);
+  scenario["parallelism"] = {{"dp", 32}, {"pp", 2}, {"pipeline", {{"layout", {15, 17}}}}};
+  scenario["training"]["global_batch"] = 256;
+  const ScenarioSpec laid = read_ok(scenario);
+  ASSERT_EQ(laid.plan.layout.size(), 2u);
+  EXPECT_EQ(laid.plan.layout[0], (strategies::ChunkLayout{15, true, 0, false}));
+  // The framework's MoE mechanisms: Megatron's all-to-all unless told.
+  EXPECT_EQ(laid.options.moe.dispatcher, strategies::MoeDispatcher::kAllToAll);
+  EXPECT_FALSE(laid.options.moe.shared_expert_overlap);
+  scenario["options"] = {{"moe",
+                          {{"dispatcher", "fused"},
+                           {"shared_expert_overlap", true},
+                           {"dispatch_format", "fp8"},
+                           {"dispatch_sms", 20}}}};
+  const ScenarioSpec fused = read_ok(scenario);
+  EXPECT_EQ(fused.options.moe.dispatcher, strategies::MoeDispatcher::kFusedAllToAll);
+  EXPECT_TRUE(fused.options.moe.shared_expert_overlap);
+  EXPECT_EQ(fused.options.moe.dispatch_format, sim::NumberFormat::kFp8);
+  EXPECT_EQ(fused.options.moe.dispatch_sms, 20);
 }
 
 TEST(Reader, AcceptedEdgeCasesOfTheChecks) {

@@ -14,7 +14,7 @@ std::string_view parent(std::string_view path) { return path.substr(0, path.rfin
 
 bool is_container(KeyKind kind) {
   return kind == KeyKind::kObject || kind == KeyKind::kArray || kind == KeyKind::kPresetOrObject ||
-         kind == KeyKind::kEnumOrObject;
+         kind == KeyKind::kEnumOrObject || kind == KeyKind::kTextOrArray;
 }
 
 void check_table(std::span<const KeyDecl> table) {
@@ -28,9 +28,9 @@ void check_table(std::span<const KeyDecl> table) {
       ASSERT_NE(up, nullptr) << "parent not declared";
       EXPECT_TRUE(is_container(up->kind)) << "parent is not an object";
       if (decl.path.ends_with("/*")) {
-        EXPECT_EQ(up->kind, KeyKind::kArray);
+        EXPECT_TRUE(up->kind == KeyKind::kArray || up->kind == KeyKind::kTextOrArray);
       }
-      if (up->kind == KeyKind::kArray) {
+      if (up->kind == KeyKind::kArray || up->kind == KeyKind::kTextOrArray) {
         EXPECT_TRUE(decl.path.ends_with("/*"));
       }
     }
@@ -165,7 +165,8 @@ TEST(Schema, ContractKeysAreDeclared) {
 
 TEST(Schema, ContractEnumsAndDefaults) {
   EXPECT_EQ(allowed_values(*find_decl(scenario_keys(), "/parallelism/pipeline/schedule")),
-            (std::vector<std::string>{"gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}));
+            (std::vector<std::string>{"gpipe", "1f1b", "interleaved_1f1b", "zero_bubble",
+                                      "dualpipe"}));  // 1.2 adds dualpipe
   EXPECT_EQ(allowed_values(*find_decl(scenario_keys(), "/parallelism/context/algorithm")),
             (std::vector<std::string>{"ring", "ulysses", "all_gather"}));
   EXPECT_EQ(allowed_values(*find_decl(scenario_keys(), "/training/precision")),

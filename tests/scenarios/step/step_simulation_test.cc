@@ -5,33 +5,14 @@
 
 #include <string>
 
-#include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
+#include "tests/scenarios/step/step_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
 
-ScenarioSpec read(const std::string& json) {
-  Result<ScenarioSpec> spec = read_scenario_text(json);
-  if (!spec.ok()) {
-    std::string all;
-    for (const Problem& p : spec.problems()) all += p.to_string() + "\n";
-    ADD_FAILURE() << all;
-    return {};
-  }
-  return spec.value();
-}
-
-Report simulate_ok(const ScenarioSpec& spec, SimulateOptions options = {}) {
-  Result<Report> report = simulate(spec, options);
-  if (!report.ok()) {
-    std::string all;
-    for (const Problem& p : report.problems()) all += p.to_string() + "\n";
-    ADD_FAILURE() << all;
-    return {};
-  }
-  return report.value();
-}
+using testing::read;
+using testing::simulate_ok;
 
 double parts(const Report& r) {
   const Breakdown& b = r.breakdown;

@@ -127,8 +127,9 @@ TEST(SweepBounds, MixtureOfExpertsWithExpertParallelism) {
     "parallelism": {"tp": 2, "dp": 8, "ep": 4, "sequence_parallel": true}})");
   SweepSpace space;
   space.micro_batches = {1, 2};
-  const Checked c = check_bounds(spec, 11, 7, space);
-  EXPECT_GT(c.plans, 100u);
+  space.max_expert_tp = 2;  // folded and unfolded expert splits, kept small for CI
+  const Checked c = check_bounds(spec, 29, 7, space);
+  EXPECT_GT(c.plans, 60u);
 }
 
 TEST(SweepBounds, GroupsAcrossNodesOfARack) {

@@ -1,0 +1,119 @@
+// Mixture of experts in the simulated step: the fused dispatch's traffic
+// against a Monte Carlo of the routing, and the step-level promises of the
+// MoE model -- imbalance never speeds a step up, and the report's MoE parts
+// are where the time went.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scenarios/step/moe_dispatch.h"
+#include "scenarios/step/simulate.h"
+#include "tests/scenarios/step/step_test_util.h"
+
+namespace podsim::scenarios {
+namespace {
+
+/// Monte Carlo of the domains other than its own that a token's experts lie
+/// in: the token's domain uniform, `chosen` of `groups` consecutive expert
+/// groups drawn uniformly (all of them when 0), then top_k experts uniformly
+/// among the chosen groups' experts.
+double sampled_remote_domains(const strategies::MoeShape& moe, int64_t domains) {
+  std::mt19937_64 rng(12345);
+  const int64_t groups = moe.groups_per_token > 0 ? moe.expert_groups : 1;
+  const int64_t chosen = moe.groups_per_token > 0 ? moe.groups_per_token : 1;
+  const int64_t per_group = moe.experts / groups, per_domain = moe.experts / domains;
+  constexpr int kTokens = 20000;
+  double remote = 0;
+  std::vector<int64_t> all_groups(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) all_groups[static_cast<size_t>(g)] = g;
+  for (int t = 0; t < kTokens; ++t) {
+    const int64_t home = std::uniform_int_distribution<int64_t>(0, domains - 1)(rng);
+    std::shuffle(all_groups.begin(), all_groups.end(), rng);
+    std::vector<int64_t> pool;
+    for (int64_t c = 0; c < chosen; ++c) {
+      for (int64_t e = 0; e < per_group; ++e) {
+        pool.push_back(all_groups[static_cast<size_t>(c)] * per_group + e);
+      }
+    }
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::set<int64_t> hit;
+    for (int64_t i = 0; i < moe.top_k; ++i) hit.insert(pool[static_cast<size_t>(i)] / per_domain);
+    remote += static_cast<double>(hit.size()) - (hit.contains(home) ? 1.0 : 0.0);
+  }
+  return remote / kTokens;
+}
+
+TEST(FusedDispatch, RemoteDomainsPerTokenMatchAMonteCarloOfTheRouting) {
+  strategies::MoeShape uniform{256, 8, 2048, 1};
+  // Uniform routing over 8 nodes: 8 (1 - C(224, 8) / C(256, 8)) x 7/8.
+  EXPECT_NEAR(remote_domains_per_token(uniform, 8), sampled_remote_domains(uniform, 8), 0.03);
+  // DeepSeek-V3's node-limited routing (8 groups, at most 4 per token) on
+  // 8 nodes: fewer nodes than uniform routing; 4 (1 - C(96,8)/C(128,8)) x
+  // 7/8 = 3.17 in closed form.
+  strategies::MoeShape limited = uniform;
+  limited.expert_groups = 8;
+  limited.groups_per_token = 4;
+  EXPECT_NEAR(remote_domains_per_token(limited, 8), sampled_remote_domains(limited, 8), 0.03);
+  EXPECT_LT(remote_domains_per_token(limited, 8), remote_domains_per_token(uniform, 8));
+  // More groups than domains (16 groups of 16 on 4 domains, 4 chosen).
+  limited.expert_groups = 16;
+  EXPECT_NEAR(remote_domains_per_token(limited, 4), sampled_remote_domains(limited, 4), 0.03);
+  EXPECT_DOUBLE_EQ(remote_domains_per_token(uniform, 1), 0.0);
+}
+
+using testing::read;
+using testing::simulate_ok;
+
+/// A small Qwen3-like MoE model on two DGX H100 nodes, EP 16 across them.
+std::string moe_scenario(const std::string& balance, const std::string& dispatcher) {
+  return R"({
+    "name": "small moe",
+    "model": {"layers": 4, "hidden": 2048, "ffn_hidden": 6144, "heads": 16, "kv_heads": 4,
+              "head_dim": 128, "vocab": 32000, "mlp": "swiglu", "norm": "rmsnorm",
+              "moe": {"experts": 64, "top_k": 8, "ffn_hidden": 768, "load_balance": ")" +
+         balance + R"("}},
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 2},
+    "training": {"seq_len": 4096, "global_batch": 32, "micro_batch": 1},
+    "parallelism": {"dp": 16, "ep": 16},
+    "options": {"moe": {"dispatcher": ")" +
+         dispatcher + R"("}}
+  })";
+}
+
+TEST(MoeStep, ImbalanceNeverSpeedsAStepUpAndTheBreakdownNamesTheMoeParts) {
+  for (const char* dispatcher : {"alltoall", "fused"}) {
+    const Report forced = simulate_ok(read(moe_scenario("forced", dispatcher)));
+    const Report learned = simulate_ok(read(moe_scenario("learned", dispatcher)));
+    EXPECT_GE(learned.step_time_s, forced.step_time_s) << dispatcher;
+    EXPECT_GT(learned.breakdown.moe.imbalance, forced.breakdown.moe.imbalance) << dispatcher;
+    for (const Report* r : {&forced, &learned}) {
+      const MoeBreakdown& m = r->breakdown.moe;
+      EXPECT_GT(m.router, 0) << dispatcher;
+      EXPECT_GT(m.permute, 0) << dispatcher;
+      EXPECT_GT(m.grouped_gemm, 0) << dispatcher;
+      EXPECT_GT(m.dispatch_combine, 0) << dispatcher;  // EP spans two nodes
+      EXPECT_GT(m.imbalance, 0) << dispatcher;         // forced balance is random, not even
+      EXPECT_LT(m.imbalance, m.total()) << dispatcher;
+      // Parts of compute and exposed EP communication, never more.
+      EXPECT_LE(m.dispatch_combine, r->breakdown.exposed_comm.ep * (1 + 1e-12)) << dispatcher;
+      EXPECT_LE(m.total() - m.dispatch_combine, r->breakdown.compute + r->breakdown.recompute)
+          << dispatcher;
+    }
+  }
+  // A dense model has no MoE parts.
+  std::string dense = moe_scenario("forced", "alltoall");
+  const ScenarioSpec dense_spec = [&] {
+    ScenarioSpec s = read(dense);
+    s.model.moe.reset();
+    s.plan.ep = 1;
+    return s;
+  }();
+  EXPECT_DOUBLE_EQ(simulate_ok(dense_spec).breakdown.moe.total(), 0.0);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
