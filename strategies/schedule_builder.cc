@@ -406,27 +406,28 @@ int64_t Builder::previous_stage(int64_t stage, int32_t chunk) const {
 void Builder::send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb) {
   if (c.info.model_chunk >= model_chunk_count(job_) - 1) return;
   const auto key = static_cast<size_t>(micro_batch * v_ + chunk);
-  Task t =
-      comm(Stream::kPpSendNext, CommPurpose::kActivation, CollectiveKind::kSendRecv, Dim::kPp, -1,
-           transfer_bytes(), c.whole, chunk, static_cast<int32_t>(c.info.model_chunk), micro_batch);
-  t.peer = s_.layout.on_stage(rank_, next_stage(stage_, chunk));
-  const TaskId send = add(t);
-  dep(send, tb.f_last[key]);
-  tb.send_next[key] = send;
-  if (!job_.options.overlap_pp) blocking_.push_back(send);
+  tb.send_next[key] =
+      send_to_stage(Stream::kPpSendNext, CommPurpose::kActivation, next_stage(stage_, chunk),
+                    tb.f_last[key], c, chunk, micro_batch);
 }
 
 void Builder::send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb) {
   if (c.info.model_chunk <= 0) return;
   const auto key = static_cast<size_t>(micro_batch * v_ + chunk);
-  Task t =
-      comm(Stream::kPpSendPrev, CommPurpose::kGradient, CollectiveKind::kSendRecv, Dim::kPp, -1,
-           transfer_bytes(), c.whole, chunk, static_cast<int32_t>(c.info.model_chunk), micro_batch);
-  t.peer = s_.layout.on_stage(rank_, previous_stage(stage_, chunk));
+  tb.send_prev[key] =
+      send_to_stage(Stream::kPpSendPrev, CommPurpose::kGradient, previous_stage(stage_, chunk),
+                    tb.b_last[key], c, chunk, micro_batch);
+}
+
+TaskId Builder::send_to_stage(Stream stream, CommPurpose purpose, int64_t stage, TaskId after,
+                              const ChunkPlan& c, int32_t chunk, int32_t micro_batch) {
+  Task t = comm(stream, purpose, CollectiveKind::kSendRecv, Dim::kPp, -1, transfer_bytes(), c.whole,
+                chunk, static_cast<int32_t>(c.info.model_chunk), micro_batch);
+  t.peer = s_.layout.on_stage(rank_, stage);
   const TaskId send = add(t);
-  dep(send, tb.b_last[key]);
-  tb.send_prev[key] = send;
+  dep(send, after);
   if (!job_.options.overlap_pp) blocking_.push_back(send);
+  return send;
 }
 
 void Builder::link_pipeline() {

@@ -274,6 +274,10 @@ class Builder {
   /// The pipeline transfers after a forward / backward of (micro_batch, chunk).
   void send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
   void send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
+  /// A pipeline send to `stage` of chunk `chunk`, micro-batch `micro_batch`,
+  /// after `after` (blocking unless overlap_pp); returns the send task.
+  TaskId send_to_stage(Stream stream, CommPurpose purpose, int64_t stage, TaskId after,
+                       const ChunkPlan& c, int32_t chunk, int32_t micro_batch);
 
   /// Every-rank scope: reserves the tasks and edges the build will make.
   void reserve_every_rank();

@@ -417,15 +417,17 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
   }
   // Read and checked, not modelled yet: say so rather than ignore them.
   if (p.recompute.modules != 0) {
-    warn("parallelism.recompute_modules is not modelled yet: recomputation follows "
-         "parallelism.recompute (and recompute_layers)");
+    warn(
+        "parallelism.recompute_modules is not modelled yet: recomputation follows "
+        "parallelism.recompute (and recompute_layers)");
   }
   if (given("/parallelism/activation_offload")) {
     warn("parallelism.activation_offload is not modelled yet: activations stay on the GPU");
   }
   if (given("/training/precision_recipe")) {
-    warn("training.precision_recipe is not modelled yet: matrix products are priced in "
-         "training.precision without the recipe's scaling work");
+    warn(
+        "training.precision_recipe is not modelled yet: matrix products are priced in "
+        "training.precision without the recipe's scaling work");
   }
   const std::string context = text("/parallelism/context/algorithm").value_or("ring");
   p.context = context == "ulysses"      ? strategies::ContextAlgorithm::kUlysses
