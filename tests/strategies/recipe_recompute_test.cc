@@ -60,9 +60,9 @@ TEST(PrecisionRecipe, CastsCostWhatEachRecipeWrites) {
   const double delayed = casts(PrecisionRecipe::kDelayed) - bf16;
   ASSERT_GT(delayed, 0);
   // Current scaling reads each operand once more for its amax: 6 B against 4.
-  EXPECT_DOUBLE_EQ((casts(PrecisionRecipe::kTensorwise) - bf16) / delayed, 6.0 / 4.0);
+  EXPECT_NEAR((casts(PrecisionRecipe::kTensorwise) - bf16) / delayed, 6.0 / 4.0, 1e-9);
   // MXFP8: both layouts in one kernel plus an E8M0 scale per 32 elements.
-  EXPECT_DOUBLE_EQ((casts(PrecisionRecipe::kMxfp8) - bf16) / delayed, (4 + 2.0 / 32) / 4);
+  EXPECT_NEAR((casts(PrecisionRecipe::kMxfp8) - bf16) / delayed, (4 + 2.0 / 32) / 4, 1e-9);
   // The software default (TE delayed scaling) is the delayed recipe.
   EXPECT_DOUBLE_EQ(casts(PrecisionRecipe::kSoftware), casts(PrecisionRecipe::kDelayed));
 }
@@ -106,12 +106,9 @@ TEST(RecomputeModules, LayernormFreesBothNormOutputsAndRerunsTheNorms) {
   EXPECT_EQ(again[0].name, "attn_norm");
   EXPECT_EQ(again[1].name, "mlp_norm");
   // Nothing recomputed inside attention: the core's internals are kept.
-  const Job none = [] {
-    Job j = preset_job("llama3-8b", 8192, 8, 1);
-    return j;
-  }();
+  const Job none = preset_job("llama3-8b", 8192, 8, 1);
   const double norm_output = 8192.0 * 4096.0 * 2;  // tokens x hidden, bf16
-  EXPECT_DOUBLE_EQ(kept_bytes(none) - kept_bytes(job), 2 * norm_output);
+  EXPECT_NEAR(kept_bytes(none) - kept_bytes(job), 2 * norm_output, 1e-6 * norm_output);
 }
 
 TEST(RecomputeModules, MlpKeepsOnlyItsInput) {
@@ -120,10 +117,10 @@ TEST(RecomputeModules, MlpKeepsOnlyItsInput) {
   for (const Op& op : layer_ops(job, Pass::kForward)) {
     if (op.kind == OpKind::kGemm && op.name.rfind("mlp_", 0) == 0) mlp_flops += op.flops;
   }
-  EXPECT_DOUBLE_EQ(gemm_flops(layer_ops(job, Pass::kRecompute)), mlp_flops);
+  EXPECT_NEAR(gemm_flops(layer_ops(job, Pass::kRecompute)), mlp_flops, 1e-9 * mlp_flops);
   // Freed: the SwiGLU's two saved inputs and fc2's input (3 x tokens x ffn/tp).
   const Job none = preset_job("llama3-8b", 8192, 8, 1);
-  EXPECT_DOUBLE_EQ(kept_bytes(none) - kept_bytes(job), 3 * 8192.0 * 14336.0 * 2);
+  EXPECT_NEAR(kept_bytes(none) - kept_bytes(job), 3 * 8192.0 * 14336.0 * 2, 1.0);
 }
 
 TEST(ActivationOffload, OffloadedProjectionsAreNotRecomputed) {
@@ -140,7 +137,7 @@ TEST(ActivationOffload, OffloadedProjectionsAreNotRecomputed) {
     if (op.name == "qkv") qkv = op.flops;
   }
   ASSERT_GT(qkv, 0);
-  EXPECT_DOUBLE_EQ(gemm_flops(layer_ops(job, Pass::kRecompute)), forward_gemms - qkv);
+  EXPECT_NEAR(gemm_flops(layer_ops(job, Pass::kRecompute)), forward_gemms - qkv, 1e-9 * forward_gemms);
   // The layer input went to the host as well: nothing of the layer stays.
   EXPECT_DOUBLE_EQ(kept_bytes(job), 0);
   const PolicyTensors t = policy_tensors(job, layer_ops(job, Pass::kForward));
