@@ -147,8 +147,8 @@ std::vector<Op> split_backward(std::vector<Op> ops, Pass pass) {
 /// _scaled_mm, which the list does not name: every linear runs again.
 std::vector<Op> matmul_save_list(const Job& job, const RankShape& r, std::vector<Op> ops) {
   // torchao's Float8Linear calls _scaled_mm, which the save list misses.
-  const bool float8 = ops::quantized_linears(job) &&
-                      job.software.fp8.recipe == Fp8Recipe::kTorchaoDynamic;
+  const bool float8 =
+      ops::quantized_linears(job) && job.software.fp8.recipe == Fp8Recipe::kTorchaoDynamic;
   const bool swiglu = job.model.mlp == MlpKind::kSwiglu;
   auto recompute_columns = [&](const Op& op) -> int64_t {
     if (float8) return op.gemm.n;
@@ -210,10 +210,10 @@ bool module_input(const Op& op) {
 double discarded_by_modules(const Op& op, uint32_t m, bool mla) {
   double out = 0;
   // Checkpointed modules keep their input only.
-  const bool checkpointed = (has(m, RecomputeModule::kMlp) && is_dense_mlp(op)) ||
-                            (has(m, RecomputeModule::kMoe) && op.moe_part != MoePart::kNone) ||
-                            (has(m, RecomputeModule::kSharedExperts) &&
-                             op.moe_part == MoePart::kShared);
+  const bool checkpointed =
+      (has(m, RecomputeModule::kMlp) && is_dense_mlp(op)) ||
+      (has(m, RecomputeModule::kMoe) && op.moe_part != MoePart::kNone) ||
+      (has(m, RecomputeModule::kSharedExperts) && op.moe_part == MoePart::kShared);
   if (checkpointed && !module_input(op)) out += op.saved_bytes;
   // Output-discarding modules: the freed output is the next op's saved input.
   // The norms' outputs are what the first GEMM after each norm saves.
@@ -447,8 +447,8 @@ std::vector<Op> layer_ops(const Job& job, const LayerKind& kind, Pass pass) {
     if (named_recompute_policy(job)) {
       const uint32_t m = job.plan.recompute.modules;
       const bool mla = job.model.attention.kind == AttentionKind::kMla;
-      return as_recompute(filter_ops(
-          ops, [m, mla](const Op& op) { return recomputed_by_modules(op, m, mla); }));
+      return as_recompute(
+          filter_ops(ops, [m, mla](const Op& op) { return recomputed_by_modules(op, m, mla); }));
     }
     switch (job.plan.recompute.mode) {
       case RecomputeMode::kNone:

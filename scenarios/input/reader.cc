@@ -465,8 +465,7 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
   } else if (p.recompute.modules != 0 &&
              p.recompute.mode != strategies::RecomputeMode::kSelective) {
     warn("parallelism.recompute_modules applies to selective recompute only; ignored beside " +
-         std::string(p.recompute.mode == strategies::RecomputeMode::kFull ? "full"
-                                                                          : "every-C") +
+         std::string(p.recompute.mode == strategies::RecomputeMode::kFull ? "full" : "every-C") +
          " recompute");
     p.recompute.modules = 0;
   }
@@ -489,8 +488,8 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
 void SpecBuilder::build_offload(strategies::ParallelPlan& p) {
   const auto size = doc_.array_sizes.find("/parallelism/activation_offload");
   if (size == doc_.array_sizes.end()) return;
-  using strategies::OffloadTensor;
   using strategies::offload_bit;
+  using strategies::OffloadTensor;
   const std::pair<const char*, uint32_t> names[] = {
       {"decoder_layer_input", offload_bit(OffloadTensor::kDecoderLayerInput)},
       {"query_proj", offload_bit(OffloadTensor::kQueryProj)},

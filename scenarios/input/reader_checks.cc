@@ -108,8 +108,9 @@ void SpecBuilder::resolve_asym_layout(ScenarioSpec& s) {
   if (s.plan.layout.empty()) {
     problem("/parallelism/pipeline/layout",
             "\"asym-embed-loss\" counts the embedding and the loss as one layer each, so "
-            "layers+2 = " + num(*layers_ + 2) + " must split evenly into pp*virtual_stages = " +
-                num(chunks) + " chunks",
+            "layers+2 = " +
+                num(*layers_ + 2) + " must split evenly into pp*virtual_stages = " + num(chunks) +
+                " chunks",
             "choose pp and virtual_stages whose product divides " + num(*layers_ + 2) +
                 ", or give the layout as an array of layer counts");
   }
@@ -341,10 +342,10 @@ void SpecBuilder::check_precision(const ScenarioSpec& s) {
                           recipe == PrecisionRecipe::kTensorwise ||
                           recipe == PrecisionRecipe::kBlockwise ||
                           recipe == PrecisionRecipe::kMxfp8 || recipe == PrecisionRecipe::kFp8Full;
-  const sim::NumberFormat wanted = fp8_recipe                             ? sim::NumberFormat::kFp8
-                                   : recipe == PrecisionRecipe::kNvfp4    ? sim::NumberFormat::kFp4
+  const sim::NumberFormat wanted = fp8_recipe                            ? sim::NumberFormat::kFp8
+                                   : recipe == PrecisionRecipe::kNvfp4   ? sim::NumberFormat::kFp4
                                    : recipe == PrecisionRecipe::kAqtInt8 ? sim::NumberFormat::kInt8
-                                                                          : s.training.precision;
+                                                                         : s.training.precision;
   if (!recipe_.empty() && wanted != s.training.precision) {
     problem("/training/precision_recipe",
             "recipe " + recipe_ + " scales " + std::string(sim::to_string(wanted)) +
@@ -392,8 +393,9 @@ void SpecBuilder::check_precision(const ScenarioSpec& s) {
             "give the GPU's bf16 peak");
   }
   if (recipe == PrecisionRecipe::kFp8Full) {
-    warn("training.precision_recipe fp8_full: attention is priced at its bf16 rate (the fp8 "
-         "attention kernels' speed is not modelled); the linears scale as delayed fp8");
+    warn(
+        "training.precision_recipe fp8_full: attention is priced at its bf16 rate (the fp8 "
+        "attention kernels' speed is not modelled); the linears scale as delayed fp8");
   }
 }
 

@@ -306,8 +306,8 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
 
   Report& report = detail.report;
   report.warnings = spec.warnings;  // the reader's remarks come first
-  if (const hwmodels::ClusterSpec& given = spec.cluster; cluster.scale_up_domain() !=
-                                                          given.scale_up_domain()) {
+  if (const hwmodels::ClusterSpec& given = spec.cluster;
+      cluster.scale_up_domain() != given.scale_up_domain()) {
     report.warnings.push_back(
         "the job uses " + std::to_string(cluster.scale_up_domain()) + " GPUs of each " +
         std::to_string(given.scale_up_domain()) +

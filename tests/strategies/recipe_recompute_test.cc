@@ -126,10 +126,9 @@ TEST(RecomputeModules, MlpKeepsOnlyItsInput) {
 TEST(ActivationOffload, OffloadedProjectionsAreNotRecomputed) {
   Job job = preset_job("llama3-8b", 8192, 8, 1);
   job.plan.recompute.mode = RecomputeMode::kSelective;
-  job.plan.activation_offload = offload_bit(OffloadTensor::kDecoderLayerInput) |
-                                offload_bit(OffloadTensor::kQueryProj) |
-                                offload_bit(OffloadTensor::kKeyProj) |
-                                offload_bit(OffloadTensor::kValueProj);
+  job.plan.activation_offload =
+      offload_bit(OffloadTensor::kDecoderLayerInput) | offload_bit(OffloadTensor::kQueryProj) |
+      offload_bit(OffloadTensor::kKeyProj) | offload_bit(OffloadTensor::kValueProj);
   double forward_gemms = 0, qkv = 0;
   for (const Op& op : layer_ops(job, Pass::kForward)) {
     if (op.kind != OpKind::kGemm) continue;
@@ -137,7 +136,8 @@ TEST(ActivationOffload, OffloadedProjectionsAreNotRecomputed) {
     if (op.name == "qkv") qkv = op.flops;
   }
   ASSERT_GT(qkv, 0);
-  EXPECT_NEAR(gemm_flops(layer_ops(job, Pass::kRecompute)), forward_gemms - qkv, 1e-9 * forward_gemms);
+  EXPECT_NEAR(gemm_flops(layer_ops(job, Pass::kRecompute)), forward_gemms - qkv,
+              1e-9 * forward_gemms);
   // The layer input went to the host as well: nothing of the layer stays.
   EXPECT_DOUBLE_EQ(kept_bytes(job), 0);
   const PolicyTensors t = policy_tensors(job, layer_ops(job, Pass::kForward));

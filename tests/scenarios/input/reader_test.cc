@@ -747,9 +747,11 @@ TEST(Reader, AsymEmbedLossLayoutAndOffload) {
   scenario["cluster"]["nodes"] = 32;
   scenario["training"]["global_batch"] = 256;
   scenario["parallelism"] = {
-      {"dp", 4}, {"tp", 8}, {"pp", 8},
-      {"pipeline", {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 8},
-                    {"layout", "asym-embed-loss"}}}};
+      {"dp", 4},
+      {"tp", 8},
+      {"pp", 8},
+      {"pipeline",
+       {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 8}, {"layout", "asym-embed-loss"}}}};
   const ScenarioSpec s = read_ok(scenario);
   ASSERT_EQ(s.plan.layout.size(), 64u);
   EXPECT_TRUE(s.plan.layout.front().embedding);

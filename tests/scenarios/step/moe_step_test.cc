@@ -137,7 +137,8 @@ TEST(MoeStep, AJobThatDoesNotFillItsRacksIsPlacedInEqualSegments) {
       read(base + R"({"base": "gb200-nvl72", "nodes": 36, "scale_up": {"domain": 64}}})"));
   EXPECT_DOUBLE_EQ(placed.step_time_s, as64.step_time_s);
   bool said = false;
-  for (const std::string& w : placed.warnings) said |= w.find("64 GPUs of each 72") != std::string::npos;
+  for (const std::string& w : placed.warnings)
+    said |= w.find("64 GPUs of each 72") != std::string::npos;
   EXPECT_TRUE(said);
   // A job that fills its domains (72 GPUs, one rack) is left as it is.
   const Report rack = simulate_ok(read(
