@@ -6,12 +6,14 @@
 #include <string>
 
 #include "scenarios/input/spec_builder.h"
+#include "strategies/pipeline_layout.h"
 
 namespace podsim::scenarios::reader_detail {
 
 void SpecBuilder::check_job(ScenarioSpec& s) {
   check_gpus(s);
   check_tensor_parallel(s);
+  resolve_asym_layout(s);
   check_pipeline();
   check_batch();
   check_context(s);
@@ -93,6 +95,24 @@ void SpecBuilder::check_tensor_parallel(const ScenarioSpec& s) {
             "sequence parallelism splits the " + num(*seq_len_ / *cp_) +
                 " tokens of each CP rank across tp=" + num(tp) + " ranks, which does not divide",
             "use seq_len a multiple of cp*tp = " + num(*cp_ * tp));
+  }
+}
+
+void SpecBuilder::resolve_asym_layout(ScenarioSpec& s) {
+  if (!asym_embed_loss_ || !layers_ || !pp_) return;
+  const int64_t v = s.plan.schedule == strategies::PipelineSchedule::kInterleavedOneFOneB
+                        ? virtual_stages_.value_or(1)
+                        : 1;
+  const int64_t chunks = *pp_ * v;
+  s.plan.layout = strategies::asym_embed_loss_layout(*layers_, chunks, s.model.mtp_layers);
+  if (s.plan.layout.empty()) {
+    problem("/parallelism/pipeline/layout",
+            "\"asym-embed-loss\" counts the embedding and the loss as one layer each, so "
+            "layers+2 = " +
+                num(*layers_ + 2) + " must split evenly into pp*virtual_stages = " + num(chunks) +
+                " chunks",
+            "choose pp and virtual_stages whose product divides " + num(*layers_ + 2) +
+                ", or give the layout as an array of layer counts");
   }
 }
 
@@ -314,22 +334,68 @@ void SpecBuilder::check_sharding(const ScenarioSpec& s) {
 }
 
 void SpecBuilder::check_precision(const ScenarioSpec& s) {
+  using strategies::PrecisionRecipe;
+  const PrecisionRecipe recipe = s.training.recipe;
+  // Which training.precision each recipe scales (Megatron's Fp8Recipe and
+  // Fp4Recipe, MaxText's quantization=int8).
+  const bool fp8_recipe = recipe == PrecisionRecipe::kDelayed ||
+                          recipe == PrecisionRecipe::kTensorwise ||
+                          recipe == PrecisionRecipe::kBlockwise ||
+                          recipe == PrecisionRecipe::kMxfp8 || recipe == PrecisionRecipe::kFp8Full;
+  const sim::NumberFormat wanted = fp8_recipe                            ? sim::NumberFormat::kFp8
+                                   : recipe == PrecisionRecipe::kNvfp4   ? sim::NumberFormat::kFp4
+                                   : recipe == PrecisionRecipe::kAqtInt8 ? sim::NumberFormat::kInt8
+                                                                         : s.training.precision;
+  if (!recipe_.empty() && wanted != s.training.precision) {
+    problem("/training/precision_recipe",
+            "recipe " + recipe_ + " scales " + std::string(sim::to_string(wanted)) +
+                " matrix products, but training.precision is " + precision_,
+            "set /training/precision to \"" + std::string(sim::to_string(wanted)) +
+                "\", or choose a recipe of " + precision_ +
+                " (fp8: tensorwise, delayed, blockwise, mxfp8, fp8_full; fp4: nvfp4; int8: "
+                "aqt-int8)");
+    return;
+  }
   if (!gpu_usable_) return;
   const hwmodels::GpuSpec& gpu = s.cluster.gpu;
+  if (s.training.precision == sim::NumberFormat::kFp4 && gpu.peak(sim::NumberFormat::kFp4) <= 0) {
+    problem("/training/precision",
+            "fp4 (NVFP4) matrix products need block-scaled FP4 tensor cores, and the GPU '" +
+                gpu.name + "' has no fp4 rate",
+            "use a Blackwell GPU (b200, b300, gb200, gb300), train in fp8, or give "
+            "/cluster/gpu/peak_flops/fp4");
+    return;
+  }
+  if (recipe == PrecisionRecipe::kMxfp8 && gpu.peak(sim::NumberFormat::kFp4) <= 0) {
+    // MXFP8's E8M0 block scales are applied by the tensor cores themselves
+    // (TE mxfp8.rst: Blackwell and later); the datasheet's fp4 rate is the
+    // mark of those block-scaled units.
+    problem("/training/precision_recipe",
+            "mxfp8 needs tensor cores that apply block scales (Blackwell), and the GPU '" +
+                gpu.name + "' has none (no fp4 rate)",
+            "use tensorwise, delayed or blockwise fp8 on this GPU");
+    return;
+  }
   if (gpu.peak(s.training.precision) <= 0) {
     problem("/cluster/gpu/peak_flops/" + precision_,
             "training.precision is " + precision_ + " but the GPU '" + gpu.name + "' has no " +
                 precision_ + " rate (0)",
             "choose another /training/precision, or give the GPU's " + precision_ + " peak");
   }
-  const bool eight_bit = s.training.precision == sim::NumberFormat::kFp8 ||
-                         s.training.precision == sim::NumberFormat::kInt8;
-  if (eight_bit && gpu.peak(sim::NumberFormat::kBf16) <= 0) {
+  const bool low_bit = s.training.precision == sim::NumberFormat::kFp8 ||
+                       s.training.precision == sim::NumberFormat::kFp4 ||
+                       s.training.precision == sim::NumberFormat::kInt8;
+  if (low_bit && gpu.peak(sim::NumberFormat::kBf16) <= 0) {
     problem("/cluster/gpu/peak_flops/bf16",
             precision_ +
                 " training keeps everything but the matrix products in bf16, and the GPU has no "
                 "bf16 rate",
             "give the GPU's bf16 peak");
+  }
+  if (recipe == PrecisionRecipe::kFp8Full) {
+    warn(
+        "training.precision_recipe fp8_full: attention is priced at its bf16 rate (the fp8 "
+        "attention kernels' speed is not modelled); the linears scale as delayed fp8");
   }
 }
 
