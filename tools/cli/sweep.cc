@@ -277,6 +277,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     return kExitBadInput;
   }
   const scenarios::ScenarioSpec& scenario = read.value();
+  print_input_warnings(out_io.err, label, scenario.input_warnings);
 
   std::vector<int64_t> counts;
   if (values.count("gpus") != 0) {
@@ -300,7 +301,11 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     for (const std::string& name : names) {
       scenarios::Result<scenarios::SweepHardware> gpu = scenarios::sweep_hardware_preset(name);
       if (gpu.ok()) {
-        gpus.emplace_back(gpu.value());
+        // "h100,H100 SXM" name one preset: sweep it once.
+        const bool repeated = std::any_of(gpus.begin(), gpus.end(), [&](const auto& g) {
+          return g && g->name == gpu.value().name;
+        });
+        if (!repeated) gpus.emplace_back(gpu.value());
       } else {
         problems.insert(problems.end(), gpu.problems().begin(), gpu.problems().end());
       }
