@@ -223,7 +223,13 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
                        [](const Bar& a, const Bar& b) { return a.start < b.start; });
       const double lane_y = compute ? y : y + kComputeHeight + 1;
       const double h = compute ? kComputeHeight : kCommHeight;
-      const std::string stroke = compute ? " stroke=\"#ffffff\" stroke-width=\"0.3\"" : "";
+      // The white edge that parts neighbouring bars would pale bars of a
+      // few pixels into stripes: only wider bars get it.
+      auto stroke = [&](const Bar& b) {
+        return compute && (b.end - b.start) * scale >= 3
+                   ? std::string(" stroke=\"#ffffff\" stroke-width=\"0.3\"")
+                   : std::string();
+      };
       auto narrow = [&](const Bar& b) { return (b.end - b.start) * scale < 1; };
       for (size_t i = 0; i < lane.size();) {
         size_t j = i + 1;
@@ -241,7 +247,7 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
                               style_of(s.tasks[id]).fill,
                               s.task_name(id) + ": " + fixed_number(start, 6) + " - " +
                                   fixed_number(lane[i].end, 6) + " s",
-                              "data-task=\"" + std::to_string(id) + "\"" + stroke);
+                              "data-task=\"" + std::to_string(id) + "\"" + stroke(lane[i]));
           i = j;
           continue;
         }

@@ -26,7 +26,8 @@ namespace podsim::scenarios {
 // narrower than a pixel and less than a pixel apart are one bar (a long
 // pipeline's would be stripes): data-tasks="ID ID ...", from the first's
 // start to the last's end, in the fill of the kind with most of their time,
-// its title counting the tasks by kind.
+// its title counting the tasks by kind; bars under 3 px lose the white edge
+// that parts wider neighbours.
 
 struct TimelineOptions {
   double width_px = 1200;
