@@ -219,7 +219,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   visible.add_options()("gpus", po::value<std::string>()->value_name("N,..."),
                         "GPU counts to try (default: the scenario's)")(
       "gpu-types", po::value<std::string>()->value_name("NAME,..."),
-      "GPU presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200 (default: the scenario's)")(
+      "GPU or cluster presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200; a unique prefix or "
+      "common name will do (h100,h200,b200) (default: the scenario's)")(
       "top", po::value<int64_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
       "tokens", po::value<double>()->value_name("N"),
