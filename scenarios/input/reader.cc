@@ -35,6 +35,7 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_software(spec.software);
   check_job(spec);
   build_degraded(spec);
+  check_plausible(spec);
   spec.warnings = std::move(warnings_);
   return spec;
 }

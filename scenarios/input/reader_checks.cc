@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "scenarios/input/quantity.h"
 #include "scenarios/input/spec_builder.h"
 #include "strategies/pipeline_layout.h"
 
@@ -397,6 +398,52 @@ void SpecBuilder::check_precision(const ScenarioSpec& s) {
         "training.precision_recipe fp8_full: attention is priced at its bf16 rate (the fp8 "
         "attention kernels' speed is not modelled); the linears scale as delayed fp8");
   }
+}
+
+// Upper bounds no hardware reaches, each with room above the fastest part
+// of the presets (presets/gpus.json, clusters.json), so that only a unit
+// slip crosses them: the contract reads a bare number in SI base units, so
+// "nic_bandwidth": 400e9 meant as 400 Gb/s is 400 GB/s = 3.2 Tb/s.
+namespace {
+/// Per NIC per direction: 1.6 Tb/s, twice ConnectX-8's 800 Gb/s (dgx-b300).
+constexpr double kMaxNicBytesPerS = 1.6e12 / 8;
+/// 20 TB/s, 2.5 times B200's and MI355X's 8 TB/s of HBM3e.
+constexpr double kMaxHbmBytesPerS = 20e12;
+/// 10 PFLOP/s dense in any format, twice GB300's fp8 (5 PFLOP/s dense).
+constexpr double kMaxDenseFlopsPerS = 10e15;
+}  // namespace
+
+void SpecBuilder::check_plausible(ScenarioSpec& s) {
+  auto caution = [&](const std::string& path, std::string message, std::string hint) {
+    add_problem(s.input_warnings, {prefix_ + path, std::move(message), std::move(hint)});
+  };
+  const double nic = s.cluster.scale_out.nic_bw_bytes_per_s;
+  if (nic > kMaxNicBytesPerS) {
+    caution("/cluster/scale_out/nic_bandwidth",
+            format_bandwidth(nic) + " (" + format_number(nic * 8 / 1e9) +
+                " Gb/s) per NIC is more than any NIC (at most 1.6 Tb/s = 200 GB/s)",
+            "a number without a unit is bytes/s; if you meant " + format_number(nic / 1e9) +
+                " Gb/s (bits), write \"" + format_number(nic / 1e9) + " Gb/s\"");
+  }
+  const double hbm = s.cluster.gpu.hbm_bw_bytes_per_s;
+  if (hbm > kMaxHbmBytesPerS) {
+    caution("/cluster/gpu/hbm/bandwidth",
+            format_bandwidth(hbm) + " of HBM bandwidth is more than any GPU has (at most 20 TB/s)",
+            "a number without a unit is bytes/s; write the unit, e.g. \"3.35 TB/s\" (H100) or "
+            "\"8 TB/s\" (B200)");
+  }
+  for (const char* key : {"fp32", "tf32", "bf16", "fp16", "fp8", "int8"}) {
+    const std::string path = std::string("/cluster/gpu/peak_flops/") + key;
+    const double flops = number(path).value_or(0);
+    if (flops > kMaxDenseFlopsPerS) {
+      caution(path,
+              format_flops_rate(flops) + " " + key +
+                  " is more than any GPU computes (at most 10 PFLOP/s dense)",
+              "give the dense rate (datasheets often quote sparse, twice dense) with its unit, "
+              "e.g. \"989 TFLOP/s\" (H100 bf16)");
+    }
+  }
+  for (const Problem& note : doc_.notes) add_problem(s.input_warnings, note);
 }
 
 }  // namespace podsim::scenarios::reader_detail

@@ -145,6 +145,8 @@ class SpecBuilder {
   void check_experts(const ScenarioSpec& s);
   void check_sharding(const ScenarioSpec& s);
   void check_precision(const ScenarioSpec& s);
+  /// Quantities beyond any hardware (a unit slip): input_warnings, not problems.
+  void check_plausible(ScenarioSpec& s);
 
   const CheckedDocument& doc_;
   std::string prefix_;

@@ -254,7 +254,7 @@ TEST(Reader, DidYouMean) {
   json scenario = base_scenario();
   scenario["parallelism"]["sequence_paralel"] = true;
   scenario["model"] = "lama3-70b";
-  scenario["cluster"]["base"] = "llama3-24";
+  scenario["cluster"]["base"] = "llama3-42k";  // ("llama3-24" is a unique prefix: that preset)
   scenario["parallelism"]["pipeline"] = {{"schedule", "interleaved"}};
   const std::vector<Problem> problems = problems_of(scenario);
   EXPECT_TRUE(
@@ -699,7 +699,8 @@ TEST(Reader, ClusterAlone) {
   ASSERT_TRUE(merged.ok()) << problems_text(merged.problems());
   EXPECT_EQ(merged.value().nodes, 4);
   EXPECT_EQ(merged.value().gpu.name, "b200");
-  const Result<hwmodels::ClusterSpec> bad = read_cluster_json(json("llama-24k"));
+  // ("llama-24k" begins the words of llama3-24k: it is that preset.)
+  const Result<hwmodels::ClusterSpec> bad = read_cluster_json(json("lama3-24k"));
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(has_problem(bad.problems(), "/cluster", "did you mean 'llama3-24k'"));
 }
