@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "scenarios/input/problem.h"
 #include "scenarios/input/run_spec.h"
 #include "scenarios/input/software_spec.h"
 #include "strategies/model.h"
@@ -54,6 +55,10 @@ struct ScenarioSpec {
   /// Remarks of the reader that do not stop the run (uneven pipeline stages,
   /// tp spanning scale-up domains, ...); the report should carry them.
   std::vector<std::string> warnings;
+  /// Remarks on the input itself, each at its JSON path, for standard error
+  /// and not the report: a quantity beyond any hardware (400e9 B/s meant as
+  /// 400 Gb/s), a preset named by a prefix. The run goes on the same.
+  std::vector<Problem> input_warnings;
 };
 
 }  // namespace podsim::scenarios
