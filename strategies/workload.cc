@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "strategies/memory.h"
+#include "strategies/model_counts.h"
 #include "strategies/op_builder.h"
 
 namespace podsim::strategies {
@@ -601,6 +602,37 @@ std::vector<Op> mtp_ops(const Job& job, Pass pass) {
   return ops;
 }
 
+namespace {
+
+/// DeepSpeed's 2021 ZeRO-3 (data_parallel.param_gather "parameter") on the
+/// host: every sub-module whose weights are partitioned runs its Python
+/// hooks; its fetch gathers each weight with its own all_gather, after a
+/// torch.cuda.synchronize() per parameter and one per fetch, from a list of
+/// per-rank views; each backward reduce-scatters each gradient from such a
+/// list (stage3.py, partition_parameters.py @v0.3.15). Which gather a pass
+/// waits for follows the schedule (schedule_builder.cc): the recompute's,
+/// and the backward's own when it gathers again or nothing recomputes.
+void add_zero3_parameter_host_work(const Job& job, Pass pass, const WorkRange& range,
+                                   HostWork& host) {
+  const DataParallelPolicy& dp = job.software.data_parallel;
+  const int64_t group = shard_group_size(job);
+  if (job.plan.zero != 3 || dp.param_gather != ParamGather::kParameter || group <= 1) return;
+  int64_t partitioned = 0;  // weights at or above the persistence threshold
+  for (const ParamTensor& t : range_parameter_tensors(job, range)) {
+    if (!t.expert && t.elements >= static_cast<double>(dp.persist_below_params)) ++partitioned;
+  }
+  const bool recomputes = job.plan.recompute.mode != RecomputeMode::kNone;
+  const bool backward = pass == Pass::kBackward || pass == Pass::kBackwardInput;
+  const bool gathers = !backward || !recomputes || dp.regather_for_recompute;
+  const int64_t gathered = gathers ? partitioned : 0;
+  const int64_t scattered = pass == Pass::kBackward ? partitioned : 0;
+  host.hooked_units += partitioned;
+  host.syncs += 2 * gathered;
+  host.rank_list_entries += static_cast<double>((gathered + scattered) * group);
+}
+
+}  // namespace
+
 Work make_work(const Job& job, Pass pass, const WorkRange& range) {
   Work w;
   const bool forward = pass == Pass::kForward || pass == Pass::kRecompute;
@@ -637,6 +669,7 @@ Work make_work(const Job& job, Pass pass, const WorkRange& range) {
   if (job.software.elementwise.compiled && job.software.compiled_block_calls) {
     for (const LayerRun& run : range.runs) w.host.compiled_region_calls += run.count;
   }
+  add_zero3_parameter_host_work(job, pass, range, w.host);
   return w;
 }
 

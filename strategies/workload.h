@@ -165,6 +165,9 @@ struct HostWork {
   int64_t compiled_region_calls = 0;  ///< calls into compiled regions (one per block and pass)
   int64_t hooked_units = 0;           ///< sharding-framework hook calls (per unit and pass)
   int64_t syncs = 0;                  ///< host synchronisations inside the work
+  /// Rank slots of collectives called with per-rank tensor lists: the group
+  /// size, once per such collective.
+  double rank_list_entries = 0;
   double dtensor_dispatches = 0;      ///< ops dispatched tensor by tensor through DTensor
 };
 

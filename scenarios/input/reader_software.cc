@@ -107,6 +107,7 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
       seconds("/software/host/compiled_region_call", h.compiled_region_call_s);
   h.unit_hook_s = seconds("/software/host/unit_hook", h.unit_hook_s);
   h.sync_s = seconds("/software/host/sync", h.sync_s);
+  h.rank_list_entry_s = seconds("/software/host/rank_list_entry", h.rank_list_entry_s);
   h.dtensor_dispatch_s = seconds("/software/host/dtensor_dispatch", h.dtensor_dispatch_s);
   using hwmodels::CudaGraphs;
   const std::pair<const char*, CudaGraphs> graphs[] = {

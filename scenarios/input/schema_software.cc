@@ -83,6 +83,9 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_time("/software/host/compiled_region_call", "host time per call into a compiled region"),
   mechanism_time("/software/host/unit_hook", "host time of the sharding framework's hooks per unit per pass"),
   mechanism_time("/software/host/sync", "one host synchronisation (drains the queue of issued kernels)"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  {"/software/host/rank_list_entry", KeyKind::kQuantity, kDefault, "0", Dimension::kSeconds, 0,
+   10, false, "", "host time per group rank of a collective called with per-rank tensor lists"},
   mechanism_time("/software/host/dtensor_dispatch", "host time per tensor of a DTensor-dispatched op"),
   mechanism_choice("/software/host/cuda_graphs", "none|per_layer|full_iteration",
                    "kernels replayed from CUDA graphs instead of issued one by one"),

@@ -343,7 +343,9 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   cost.host_s = issue_s +
                 static_cast<double>(h.compiled_region_calls) * host.compiled_region_call_s +
                 h.dtensor_dispatches * host.dtensor_dispatch_s;
-  const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s;
+  // Hooks and per-rank list copies run after a synchronisation: exposed.
+  const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s +
+                         h.rank_list_entries * host.rank_list_entry_s;
   double duration = 0;
   if (h.syncs > 0) {
     cost.host_s += hooks_s + static_cast<double>(h.syncs) * host.sync_s;

@@ -350,5 +350,36 @@ TEST(Recompute, PassesHoldWhatTheModeRecomputes) {
   EXPECT_EQ(flops, 0.0);
 }
 
+// DeepSpeed's 2021 ZeRO-3 on GPT-3 175B: the four weight matrices of a layer
+// are partitioned (its biases and LayerNorms, at most 4h = 49,152 elements,
+// stay under the 100,000-element persistence threshold), each gathered after
+// two synchronisations from a list of one view per rank; the backward gathers
+// again after the recompute and reduce-scatters each gradient the same way.
+TEST(HostWork, DeepSpeedZero3PerParameterListsGrowWithTheGroup) {
+  Job job = preset_job("gpt3-175b", 2048, 1536, 2);
+  job.plan.dp = 768;
+  job.plan.zero = 3;
+  job.plan.recompute.mode = RecomputeMode::kFull;
+  DataParallelPolicy& dp = job.software.data_parallel;
+  dp.param_gather = ParamGather::kParameter;
+  dp.persist_below_params = 100'000;
+  dp.regather_for_recompute = true;
+  const HostWork fwd = make_work(job, Pass::kForward, 1, false, false).host;
+  const HostWork rec = make_work(job, Pass::kRecompute, 1, false, false).host;
+  const HostWork bwd = make_work(job, Pass::kBackward, 1, false, false).host;
+  EXPECT_EQ(fwd.hooked_units, 4);
+  EXPECT_EQ(fwd.syncs, 8);
+  EXPECT_EQ(fwd.rank_list_entries, 4.0 * 768);
+  EXPECT_EQ(rec.rank_list_entries, 4.0 * 768);
+  EXPECT_EQ(bwd.syncs, 8);
+  EXPECT_EQ(bwd.rank_list_entries, 8.0 * 768);  // gathers and reduce-scatters
+  dp.regather_for_recompute = false;  // the recompute's gather serves the backward
+  EXPECT_EQ(make_work(job, Pass::kBackward, 1, false, false).host.syncs, 0);
+  job.plan.dp = 1536;
+  EXPECT_EQ(make_work(job, Pass::kForward, 1, false, false).host.rank_list_entries, 4.0 * 1536);
+  dp.param_gather = ParamGather::kUnit;  // FSDP: flat buffers, no per-rank lists
+  EXPECT_EQ(make_work(job, Pass::kForward, 1, false, false).host.rank_list_entries, 0.0);
+}
+
 }  // namespace
 }  // namespace podsim::strategies
