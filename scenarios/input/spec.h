@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hwmodels/cluster_spec.h"
+#include "scenarios/input/problem.h"
 #include "scenarios/input/run_spec.h"
 #include "scenarios/input/software_spec.h"
 #include "strategies/model.h"
@@ -54,6 +55,9 @@ struct ScenarioSpec {
   /// Remarks of the reader that do not stop the run (uneven pipeline stages,
   /// tp spanning scale-up domains, ...); the report should carry them.
   std::vector<std::string> warnings;
+  /// What is wrong with the plan itself, when read with
+  /// ReadOptions::plan_problems_as_warnings (empty otherwise).
+  std::vector<Problem> plan_problems;
 };
 
 }  // namespace podsim::scenarios
