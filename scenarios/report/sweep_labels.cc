@@ -225,7 +225,11 @@ std::string swept_title(const ScenarioSpec& scenario, const SweepOutcome& o) {
     }
     return s;
   };
-  return scenario.model.name + ", seq " + std::to_string(scenario.training.seq_len) +
+  // An inline model has no preset name: the scenario's name stands for it.
+  const std::string model = scenario.model.name.empty() || scenario.model.name == "custom"
+                                ? "the model of '" + scenario.name + "'"
+                                : scenario.model.name;
+  return model + ", seq " + std::to_string(scenario.training.seq_len) +
          ", global batch " + std::to_string(scenario.training.global_batch) + " on " +
          either(counts) + " GPUs of " + either(types);
 }
