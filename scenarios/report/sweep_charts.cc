@@ -159,13 +159,23 @@ std::string chart(const std::string& title, const std::string& x_label,
 
 std::string bar_chart(const std::string& title, const std::string& y_label,
                       const std::vector<Bar>& bars) {
-  constexpr double kH = 320, kL = 70, kR = 20, kT = 40, kB = 60, kBar = 44, kGap = 22;
+  constexpr double kH = 320, kL = 70, kR = 20, kT = 40, kB = 60, kBar = 44, kGap = 16;
   std::vector<std::string> groups;
   for (const Bar& b : bars) {
     if (std::find(groups.begin(), groups.end(), b.group) == groups.end()) groups.push_back(b.group);
   }
-  const double width = kL + kR + static_cast<double>(bars.size()) * kBar +
-                       static_cast<double>(groups.size()) * kGap;
+  // Each group as wide as its bars or its name, whichever is wider, so that
+  // names like "h200-sxm-141g" do not run into their neighbours.
+  constexpr double kCharWidth = 6.5;
+  std::vector<double> group_width;
+  for (const std::string& g : groups) {
+    const double n = static_cast<double>(
+        std::count_if(bars.begin(), bars.end(), [&](const Bar& b) { return b.group == g; }));
+    group_width.push_back(
+        std::max(n * kBar, kCharWidth * static_cast<double>(g.size()) + 8) + kGap);
+  }
+  double width = kL + kR;
+  for (double w : group_width) width += w;
   const double kW = std::max(360.0, width);
   const double ph = kH - kT - kB;
   Svg svg(kW, kH, false);
@@ -188,9 +198,13 @@ std::string bar_chart(const std::string& title, const std::string& y_label,
   }
   svg.text(14, kT + ph / 2, y_label, "middle", 11,
            "transform=\"rotate(-90 14 " + fixed(kT + ph / 2, 2) + ")\"");
-  double x = kL + kGap / 2;
-  for (const std::string& g : groups) {
-    const double group_start = x;
+  double group_start = kL;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const std::string& g = groups[gi];
+    const double n = static_cast<double>(
+        std::count_if(bars.begin(), bars.end(), [&](const Bar& b) { return b.group == g; }));
+    const double centre = group_start + group_width[gi] / 2;
+    double x = centre - n * kBar / 2;
     for (const Bar& b : bars) {
       if (b.group != g) continue;
       svg.rect(x + 4, Y(b.value), kBar - 8, kT + ph - Y(b.value), b.color);
@@ -198,8 +212,8 @@ std::string bar_chart(const std::string& title, const std::string& y_label,
       if (!b.name.empty()) svg.text(x + kBar / 2, kT + ph + 14, b.name, "middle", 9);
       x += kBar;
     }
-    svg.text((group_start + x) / 2, kT + ph + 30, g, "middle", 11);
-    x += kGap;
+    svg.text(centre, kT + ph + 30, g, "middle", 11);
+    group_start += group_width[gi];
   }
   return svg.finish();
 }

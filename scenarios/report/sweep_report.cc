@@ -104,8 +104,10 @@ json sweep_plan_json(const SweepCandidate& c, const SweepTarget& target) {
 
 std::string sweep_plan_label(const SweepCandidate& c) {
   const strategies::ParallelPlan& p = c.plan;
-  std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp) + " pp" +
-                  std::to_string(p.pp) + " dp" + std::to_string(p.dp);
+  std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp);
+  // The algorithm tells apart plans that are otherwise the same (it is swept).
+  if (p.cp > 1) s += std::string(" ") + context_name(p.context);
+  s += " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
   if (p.expert_tp > 1) s += " etp" + std::to_string(p.expert_tp);
   s += " mb" + std::to_string(c.micro_batch);
@@ -154,7 +156,9 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
                   return recompute_name(strategies::Recompute{m, 0});
                 }));
   out.push_back("zero: " + list(space.zero, [](int z) { return std::to_string(z); }) +
-                (space.hsdp ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp" : "") +
+                (space.hsdp && std::find(space.zero.begin(), space.zero.end(), 3) != space.zero.end()
+                     ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp"
+                     : "") +
                 "; sharding only when dp*cp > 1");
   out.push_back("context-parallel algorithm (cp > 1): " +
                 list(space.context_algorithms,
