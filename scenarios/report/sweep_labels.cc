@@ -251,8 +251,11 @@ std::string ties_text(const SweepOutcome& o) {
   for (size_t t = 0; t < o.model_error.size() && t < o.targets.size(); ++t) {
     const std::optional<TargetModelError>& e = o.model_error[t];
     if (!e) continue;
-    out += (out.empty() ? "" : "\n") + std::to_string(o.targets[t].gpus) + " x " +
-           o.targets[t].gpu + ": within " + format_percent(e->mape) +
+    // Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on
+    // a literal + std::string&& (as in dollars()).
+    if (!out.empty()) out += '\n';
+    out += std::to_string(o.targets[t].gpus);
+    out += " x " + o.targets[t].gpu + ": within " + format_percent(e->mape) +
            " of its fastest step, the validation MAPE of family " + e->family + " (" +
            std::to_string(e->cases) + " cases; " + e->basis + ")";
   }
