@@ -51,14 +51,13 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
   for (size_t ti = 0; ti < targets.size(); ++ti) {
     const SweepTarget& target = targets[ti];
     const int64_t g = target.gpus;
-    const int64_t max_tp = pinned.tp ? *pinned.tp
-                           : space.max_tp > 0
-                               ? space.max_tp
-                               : default_max_tp(target.cluster.scale_up_domain());
-    const int64_t max_cp =
-        pinned.cp         ? *pinned.cp
-        : space.max_cp > 0 ? space.max_cp
-                           : std::max<int64_t>(1, scenario.training.seq_len / 1024);
+    const int64_t max_tp = pinned.tp          ? *pinned.tp
+                           : space.max_tp > 0 ? space.max_tp
+                                              : default_max_tp(target.cluster.scale_up_domain());
+    const int64_t max_cp = pinned.cp ? *pinned.cp
+                           : space.max_cp > 0
+                               ? space.max_cp
+                               : std::max<int64_t>(1, scenario.training.seq_len / 1024);
     const int64_t max_pp = space.max_pp > 0 ? space.max_pp : layers;
     for (int64_t tp : divisors(g)) {
       if (tp > max_tp || !allowed(tp) || !pinned_to(pinned.tp, tp)) continue;
@@ -113,51 +112,51 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
               for (const auto& [schedule, v] : schedules) {
                 if (!pinned_to(pinned.virtual_stages, v)) continue;
                 for (strategies::RecomputeMode rc : space.recompute) {
-                 for (strategies::ContextAlgorithm context : contexts) {
-                  for (int zero : space.zero) {
-                    // Sharding over a single rank is the unsharded plan.
-                    if (dp * cp == 1 && zero != 0) continue;
-                    std::vector<int64_t> shard_groups{0};
-                    if (zero == 3 && space.hsdp) {
-                      for (int64_t sg : divisors(dp * cp)) {
-                        if (sg > 1 && sg < dp * cp) shard_groups.push_back(sg);
+                  for (strategies::ContextAlgorithm context : contexts) {
+                    for (int zero : space.zero) {
+                      // Sharding over a single rank is the unsharded plan.
+                      if (dp * cp == 1 && zero != 0) continue;
+                      std::vector<int64_t> shard_groups{0};
+                      if (zero == 3 && space.hsdp) {
+                        for (int64_t sg : divisors(dp * cp)) {
+                          if (sg > 1 && sg < dp * cp) shard_groups.push_back(sg);
+                        }
                       }
-                    }
-                    for (int64_t sg : shard_groups) {
-                      if (!pinned_to(pinned.shard_group, sg)) continue;
-                      SweepCandidate c;
-                      c.target = static_cast<uint32_t>(ti);
-                      c.micro_batch = mb;
-                      ParallelPlan& p = c.plan;
-                      p = scenario.plan;
-                      p.tp = tp;
-                      p.cp = cp;
-                      p.pp = pp;
-                      p.dp = dp;
-                      p.ep = ep;
-                      p.expert_tp = etp;
-                      // An explicit layout fits only its own chunk count.
-                      if (static_cast<int64_t>(p.layout.size()) != pp * v) p.layout.clear();
-                      p.sequence_parallel = sp && tp > 1;
-                      p.zero = zero;
-                      p.shard_group = sg;
-                      p.schedule = schedule;
-                      p.virtual_stages = v;
-                      p.recompute = strategies::Recompute{rc, 0};
-                      p.context = context;
-                      strategies::Job job = job_of(scenario, p);
-                      job.model = model;
-                      job.training.micro_batch = mb;
-                      // A plan whose schedule is too large to build (a million
-                      // micro-batches) could only fail; it is not a candidate.
-                      if (strategies::validate(job).empty() &&
-                          !strategies::schedule_size_problem(job,
-                                                             strategies::Scope::kRepresentatives)) {
-                        out.push_back(c);
+                      for (int64_t sg : shard_groups) {
+                        if (!pinned_to(pinned.shard_group, sg)) continue;
+                        SweepCandidate c;
+                        c.target = static_cast<uint32_t>(ti);
+                        c.micro_batch = mb;
+                        ParallelPlan& p = c.plan;
+                        p = scenario.plan;
+                        p.tp = tp;
+                        p.cp = cp;
+                        p.pp = pp;
+                        p.dp = dp;
+                        p.ep = ep;
+                        p.expert_tp = etp;
+                        // An explicit layout fits only its own chunk count.
+                        if (static_cast<int64_t>(p.layout.size()) != pp * v) p.layout.clear();
+                        p.sequence_parallel = sp && tp > 1;
+                        p.zero = zero;
+                        p.shard_group = sg;
+                        p.schedule = schedule;
+                        p.virtual_stages = v;
+                        p.recompute = strategies::Recompute{rc, 0};
+                        p.context = context;
+                        strategies::Job job = job_of(scenario, p);
+                        job.model = model;
+                        job.training.micro_batch = mb;
+                        // A plan whose schedule is too large to build (a million
+                        // micro-batches) could only fail; it is not a candidate.
+                        if (strategies::validate(job).empty() &&
+                            !strategies::schedule_size_problem(
+                                job, strategies::Scope::kRepresentatives)) {
+                          out.push_back(c);
+                        }
                       }
                     }
                   }
-                 }
                 }
               }
             }
