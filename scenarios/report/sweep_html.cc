@@ -38,7 +38,7 @@ using sweep_labels::price_text;
 using sweep_labels::swept_title;
 using sweep_labels::ties_text;
 using sweep_labels::tokens_text;
-using sweep_labels::variants_text;
+using sweep_labels::variant_names;
 using sweep_charts::Bar;
 using sweep_charts::bar_chart;
 using sweep_charts::chart;
@@ -107,7 +107,9 @@ std::string run_breakdown_html(const SweepOutcome& o) {
          xml_escape(duration_text(run.wall_s.high)) + "</td><td>" + fixed(run.ettr.median, 3) +
          "</td><td>" + fixed(run.interruptions.median, 0) + "</td>";
     for (const Part& part : parts) {
-      h += "<td>" + xml_escape(format_percent(run.mean.*part.seconds / run.mean.wall_s)) + "</td>";
+      // Rounding can leave a part a hair below zero; "-0.0%" reads as a gain.
+      const double share = std::max(0.0, run.mean.*part.seconds / run.mean.wall_s);
+      h += "<td>" + xml_escape(format_percent(share)) + "</td>";
     }
     h += "</tr>\n";
   }
@@ -259,7 +261,9 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   h += "<p>The best " + std::to_string(shown) + " of " + std::to_string(o.ranked.size()) +
        " simulated plans that fit (all of them in results.csv, where collapsed_into_rank names "
        "the row a plan shares). Plans with identical simulated results share one row, under "
-       "\"identical variants\". Green: on the Pareto front. vs best: tied = within the model's "
+       "\"identical variants\" (what their plans change, and their ranks); the row shows the one "
+       "with the fewest collectives per step, else the least memory held between steps, else "
+       "the lower ZeRO stage (hover for the reason). Green: on the Pareto front. vs best: tied = within the model's "
        "measured error of its target's fastest step.</p>\n";
   const std::string ties = ties_text(o);
   if (!ties.empty()) {
@@ -312,7 +316,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
          "</td><td>" + xml_escape(format_seconds(r.outcome.exposed_comm_s)) + "</td><td>" +
          xml_escape(duration_text(r.train_time_s)) + "</td><td>" +
          xml_escape(format_percent(ettr(r))) + "</td><td>" + xml_escape(cost_text(o, r)) +
-         "</td><td>" + vs_best + "</td><td class=\"v\">" + xml_escape(variants_text(o, k)) +
+         "</td><td>" + vs_best + "</td><td class=\"v\" title=\"" +
+         xml_escape(r.preferred_because) + "\">" + xml_escape(variant_names(o, k)) +
          "</td></tr>\n";
   }
   h += "</table>\n<h2>Hardware targets</h2>\n<ul>\n";

@@ -234,16 +234,50 @@ std::string swept_title(const ScenarioSpec& scenario, const SweepOutcome& o) {
          either(counts) + " GPUs of " + either(types);
 }
 
-std::string variants_text(const SweepOutcome& o, size_t k) {
+namespace {
+
+/// The words of `label` that `reference` does not have: "zero=2" for a
+/// ZeRO-2 twin of a ZeRO-1 plan.
+std::string label_difference(const std::string& reference, const std::string& label) {
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    size_t from = 0;
+    while (from < text.size()) {
+      const size_t space = text.find(' ', from);
+      const size_t end = space == std::string::npos ? text.size() : space;
+      if (end > from) out.push_back(text.substr(from, end - from));
+      from = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> ref = words(reference);
+  std::string out;
+  for (const std::string& w : words(label)) {
+    if (std::find(ref.begin(), ref.end(), w) != ref.end()) continue;
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out.empty() ? label : out;
+}
+
+}  // namespace
+
+std::string variant_names(const SweepOutcome& o, size_t k) {
+  const std::string shown = sweep_plan_label(o.candidates[o.ranked[k].index]);
   std::string twins;
   for (size_t j = 0; j < o.ranked.size(); ++j) {
     if (o.ranked[j].collapsed_into != k) continue;
-    twins += (twins.empty() ? "" : "; ") + sweep_plan_label(o.candidates[o.ranked[j].index]) +
-             " (rank " + std::to_string(j + 1) + ")";
+    if (!twins.empty()) twins += ", ";
+    twins += label_difference(shown, sweep_plan_label(o.candidates[o.ranked[j].index]));
+    twins += " (rank " + std::to_string(j + 1) + ")";
   }
+  return twins;
+}
+
+std::string variants_text(const SweepOutcome& o, size_t k) {
+  const std::string twins = variant_names(o, k);
   if (twins.empty()) return "";
-  return "identical results: " + twins + "; this one is preferred: " +
-         o.ranked[k].preferred_because;
+  return "also " + twins + ", with identical results; shown: " + o.ranked[k].preferred_because;
 }
 
 std::string ties_text(const SweepOutcome& o) {

@@ -64,8 +64,11 @@ std::string tokens_text(double tokens);
 /// What was swept, for titles: "llama3-70b, seq 8192, global batch 1024 on
 /// 1024 GPUs of h100-sxm-80g, h200-sxm-141g or b200".
 std::string swept_title(const ScenarioSpec& scenario, const SweepOutcome& o);
-/// The plans collapsed into ranked[k] (their labels and ranks) and why
-/// ranked[k] is preferred; empty when it has no twins.
+/// The plans collapsed into ranked[k], each by what its label has that
+/// ranked[k]'s does not, with its rank: "zero=2 (rank 2)"; empty when it has
+/// no twins.
+std::string variant_names(const SweepOutcome& o, size_t k);
+/// variant_names and why ranked[k] is the one shown; empty without twins.
 std::string variants_text(const SweepOutcome& o, size_t k);
 /// Whether ranked[k] is a row of its own (not collapsed into another).
 inline bool own_row(const SweepOutcome& o, size_t k) { return !o.ranked[k].collapsed_into; }
