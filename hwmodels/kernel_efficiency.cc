@@ -514,6 +514,18 @@ KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
     p.gemm_plateau[static_cast<size_t>(f)] =
         std::min(1.0, sibling * sustained_plateau(p, gpu, *d, static_cast<NumberFormat>(f)));
   }
+  // fp4 has no anchor of its own: the NVFP4 GEMM sustains what TE measured
+  // against MXFP8 on the same GPU and shapes -- 3.764 ms against 7.161 ms for
+  // a 5B layer's 12 GEMMs, pre-quantized operands, B300 (TE
+  // docs/examples/gemm_profiling, docs/research/moe.md 6): 1.90x the fp8
+  // throughput, not the datasheet's 3x (B300) or 2x (B200) peak ratio.
+  const double fp8_plateau = p.plateau(NumberFormat::kFp8);
+  if (gpu.peak(NumberFormat::kFp4) > 0 && fp8_plateau > 0 && !(p.plateau(NumberFormat::kFp4) > 0)) {
+    constexpr double kFp4OverFp8Throughput = 7.161 / 3.764;
+    p.gemm_plateau[static_cast<size_t>(NumberFormat::kFp4)] =
+        std::min(fp8_plateau, kFp4OverFp8Throughput * fp8_plateau * gpu.peak(NumberFormat::kFp8) /
+                                  gpu.peak(NumberFormat::kFp4));
+  }
   // Formats without an anchor but with a datasheet rate: the GEMM fraction of
   // the closest measured format (bf16), an assumption stated in the note.
   const double bf16 = p.plateau(NumberFormat::kBf16);

@@ -8,9 +8,11 @@ namespace podsim::sim {
 /// A number format of tensors and arithmetic. Domain-free (a format, not a
 /// GPU feature): workload plans count bytes with it, hardware models pick the
 /// unit's rate with it, and the two meet without depending on each other.
-enum class NumberFormat : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8 };
+/// kFp4 is NVFP4's 4-bit E2M1 element (block scales counted apart by the
+/// recipes that make it).
+enum class NumberFormat : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kFp4 };
 
-inline constexpr int kNumberFormats = 6;
+inline constexpr int kNumberFormats = 7;
 
 /// Bytes one element takes in memory (tf32 is stored as fp32).
 constexpr double bytes_per_element(NumberFormat format) {
@@ -24,6 +26,8 @@ constexpr double bytes_per_element(NumberFormat format) {
     case NumberFormat::kFp8:
     case NumberFormat::kInt8:
       return 1.0;
+    case NumberFormat::kFp4:
+      return 0.5;
   }
   return 4.0;
 }
@@ -42,6 +46,8 @@ constexpr std::string_view to_string(NumberFormat format) {
       return "fp8";
     case NumberFormat::kInt8:
       return "int8";
+    case NumberFormat::kFp4:
+      return "fp4";
   }
   return "fp32";
 }

@@ -192,13 +192,60 @@ void activation_backward(const Job& job, const RankShape& r, Builder& b, const s
 
 namespace {
 
-/// HBM bytes per element and kernels of one fp8 cast of a 16-bit tensor
-/// (with the transposed copy wgrad or dgrad needs), by recipe.
-struct Fp8CastKernels {
+/// HBM bytes per element and kernels of one cast of a 16-bit GEMM operand
+/// into the low-precision format (with the second layout wgrad or dgrad
+/// needs), by recipe. Block scales add their bytes: one per 32 elements
+/// (MXFP8, E8M0), one per 16 (NVFP4, E4M3), four per 128 (blockwise, fp32).
+struct CastKernels {
   double bytes;
   int32_t kernels;
 };
-Fp8CastKernels fp8_cast_kernels(const Fp8Policy& fp8) {
+CastKernels cast_kernels(const Job& job) {
+  const Fp8Policy& fp8 = job.software.fp8;
+  switch (job.training.recipe) {
+    case PrecisionRecipe::kDelayed:
+    case PrecisionRecipe::kFp8Full:
+      // TE cast_transpose with last step's scale, the amax taken in the same
+      // kernel (transformer_engine/common/recipe DelayedScaling): read 2,
+      // write 1 + 1 (the fp8 tensor and its transpose).
+      return {4, 1};
+    case PrecisionRecipe::kTensorwise:
+      // TE Float8CurrentScaling: the scale needs this tensor's amax before
+      // the cast, so one reduction pass (read 2) and then cast_transpose
+      // (read 2, write 1 + 1) (TE docs fp8_current_scaling.rst; TE's
+      // gemm_profiling.rst measures quantization at ~17% of an H200 FP8
+      // layer's autocast time, docs/research/moe.md 6).
+      return {6, 2};
+    case PrecisionRecipe::kBlockwise:
+      // TE Float8BlockScaling: amax per 1x128 block (128x128 for weights)
+      // local to the tile, so one kernel reads 2 and writes the rowwise and
+      // the transposed columnwise copies, 1 + 1, with an fp32 scale per 128
+      // elements each (quantize_transpose_vector_blockwise; TE
+      // fp8_blockwise_scaling.rst).
+      return {2 + 2 + 2 * 4.0 / 128, 1};
+    case PrecisionRecipe::kMxfp8:
+      // TE MXFP8BlockScaling: one kernel writes the rowwise and columnwise
+      // (1x32 blocks along each dimension) fp8 copies and their E8M0 scales,
+      // the scale swizzle fused (TE mxfp8.rst; TE PR 2019).
+      return {2 + 2 + 2.0 / 32, 1};
+    case PrecisionRecipe::kNvfp4:
+      // TE NVFP4BlockScaling: the per-tensor fp32 scale needs a global amax
+      // pass (read 2), and the columnwise operand of the wgrad GEMM goes
+      // through a 16x16 random Hadamard transform whose amax is taken anew
+      // (read 2); one quantize kernel reads 2 and writes the 4-bit rowwise
+      // and columnwise copies with an E4M3 scale per 16 elements each
+      // (recipe docstring; NVIDIA, "Pretraining LLMs with NVFP4",
+      // arXiv:2509.25149, section 4).
+      return {2 + 2 + 2 + 2 * (0.5 + 1.0 / 16), 3};
+    case PrecisionRecipe::kAqtInt8:
+      // AQT int8 (MaxText quantizations.py _get_int8_quant_config,
+      // aqt config_v3): a per-channel max reduction (read 2), then scale,
+      // round and cast (read 2, write 1), each operand of each dot_general,
+      // fused by XLA into neighbouring fusions.
+      return {5, 2};
+    case PrecisionRecipe::kSoftware:
+      break;
+  }
   if (fp8.casts == ChainImpl::kEager) {
     // torchao dynamic scaling, eager (float8_utils.py tensor_to_amax,
     // to_fp8_saturated): abs r2 w2, amax r2; x * scale r2 w2, clamp r2 w2,
@@ -206,12 +253,7 @@ Fp8CastKernels fp8_cast_kernels(const Fp8Policy& fp8) {
     // _scaled_mm r1 w1 (frameworks-sharding-memory.md 3).
     return {19, 6};
   }
-  if (fp8.recipe == Fp8Recipe::kTeDelayed) {
-    // TE cast_transpose: the scale is last step's (delayed), the amax is
-    // taken in the same kernel: read 2, write 1 + 1 (the fp8 tensor and
-    // its transpose).
-    return {4, 1};
-  }
+  if (fp8.recipe == Fp8Recipe::kTeDelayed) return {4, 1};  // as kDelayed above
   // Dynamic scaling fused by a compiler: the amax must be known before the
   // cast, so one reduction pass (r2) and one cast kernel writing both
   // layouts (r2 w1 + 1).
@@ -222,9 +264,9 @@ Fp8CastKernels fp8_cast_kernels(const Fp8Policy& fp8) {
 
 void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, double input_elements,
                        double weight_elements, bool after_norm) {
-  if (!fp8_linears(job)) return;
+  if (!quantized_linears(job)) return;
   const Fp8Policy& fp8 = job.software.fp8;
-  const Fp8CastKernels cast = fp8_cast_kernels(fp8);
+  const CastKernels cast = cast_kernels(job);
   if (!(after_norm && fp8.cast_fused_with_norm)) {
     b.memory(name + "_input_fp8_cast", cast.bytes * input_elements, input_elements, cast.kernels);
   }
@@ -237,8 +279,8 @@ void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, doub
 }
 
 void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double elements) {
-  if (!fp8_linears(job)) return;
-  const Fp8CastKernels cast = fp8_cast_kernels(job.software.fp8);
+  if (!quantized_linears(job)) return;
+  const CastKernels cast = cast_kernels(job);
   b.memory(name + "_grad_fp8_cast", cast.bytes * elements, elements, cast.kernels);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 namespace podsim::strategies {
 namespace {
@@ -436,52 +437,72 @@ std::vector<int64_t> chunk_layer_counts(const Job& job) {
   return counts;
 }
 
-std::vector<ChunkInfo> model_chunks(const Job& job) {
-  const std::vector<int64_t> counts = chunk_layer_counts(job);
+namespace {
+
+/// Model chunk `k` of `counts` (layer counts in model order) starting at
+/// `layer_begin`.
+ChunkInfo chunk_info(const Job& job, const std::vector<int64_t>& counts, size_t k,
+                     int64_t layer_begin) {
   const bool dualpipe = job.plan.schedule == PipelineSchedule::kDualPipe;
   const std::vector<ChunkLayout>& layout = job.plan.layout;
+  ChunkInfo c;
+  c.model_chunk = static_cast<int64_t>(k);
+  // DualPipe's rank r holds model chunk r as its first chunk; the second
+  // chunks (the reverse direction) are listed by stage_chunks.
+  c.stage = dualpipe ? c.model_chunk : c.model_chunk % job.plan.pp;
+  c.virtual_index = dualpipe ? 0 : c.model_chunk / job.plan.pp;
+  c.layer_begin = layer_begin;
+  c.layer_end = layer_begin + counts[k];
+  const bool last = k + 1 == counts.size();
+  if (layout.empty()) {
+    c.has_embedding = k == 0;
+    c.has_head = last;
+    c.mtp = last ? job.model.mtp_layers : 0;
+  } else {
+    c.has_embedding = layout[k].embedding;
+    c.has_head = layout[k].loss;
+    c.mtp = layout[k].mtp;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<ChunkInfo> model_chunks(const Job& job) {
+  const std::vector<int64_t> counts = chunk_layer_counts(job);
   std::vector<ChunkInfo> out;
   out.reserve(counts.size());
   int64_t layer = 0;
   for (size_t k = 0; k < counts.size(); ++k) {
-    ChunkInfo c;
-    c.model_chunk = static_cast<int64_t>(k);
-    // DualPipe's rank r holds model chunk r as its first chunk; the second
-    // chunks (the reverse direction) are listed by stage_chunks.
-    c.stage = dualpipe ? c.model_chunk : c.model_chunk % job.plan.pp;
-    c.virtual_index = dualpipe ? 0 : c.model_chunk / job.plan.pp;
-    c.layer_begin = layer;
+    out.push_back(chunk_info(job, counts, k, layer));
     layer += counts[k];
-    c.layer_end = layer;
-    const bool last = k + 1 == counts.size();
-    if (layout.empty()) {
-      c.has_embedding = k == 0;
-      c.has_head = last;
-      c.mtp = last ? job.model.mtp_layers : 0;
-    } else {
-      c.has_embedding = layout[k].embedding;
-      c.has_head = layout[k].loss;
-      c.mtp = layout[k].mtp;
-    }
-    out.push_back(c);
   }
   return out;
 }
 
 std::vector<ChunkInfo> stage_chunks(const Job& job, int64_t stage) {
+  // Only this stage's chunks are built: callers ask for every stage in turn,
+  // and building all pp * v chunks each time made that quadratic in pp (a
+  // sweep's bounds call it for tens of thousands of plans).
+  const std::vector<int64_t> counts = chunk_layer_counts(job);
+  const bool dualpipe = job.plan.schedule == PipelineSchedule::kDualPipe;
+  const auto forward = static_cast<size_t>(stage);
+  const auto reverse = static_cast<size_t>(job.plan.pp - 1 - stage);
   std::vector<ChunkInfo> out;
-  const std::vector<ChunkInfo> chunks = model_chunks(job);
-  if (job.plan.schedule == PipelineSchedule::kDualPipe) {
-    out.push_back(chunks[static_cast<size_t>(stage)]);
-    ChunkInfo reverse = chunks[static_cast<size_t>(job.plan.pp - 1 - stage)];
-    reverse.stage = stage;
-    reverse.virtual_index = 1;
-    out.push_back(reverse);
-    return out;
+  std::optional<ChunkInfo> reversed;
+  int64_t layer = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (dualpipe ? k == forward : static_cast<int64_t>(k) % job.plan.pp == stage) {
+      out.push_back(chunk_info(job, counts, k, layer));
+    }
+    if (dualpipe && k == reverse) {
+      reversed = chunk_info(job, counts, k, layer);
+      reversed->stage = stage;
+      reversed->virtual_index = 1;
+    }
+    layer += counts[k];
   }
-  for (const ChunkInfo& c : chunks) {
-    if (c.stage == stage) out.push_back(c);
-  }
+  if (reversed) out.push_back(*reversed);
   return out;
 }
 

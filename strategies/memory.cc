@@ -70,7 +70,12 @@ std::vector<double> LayerTensors::full() const {
 LayerTensors layer_tensors(const Job& job, const LayerKind& kind) {
   const RankShape r = rank_shape(job);
   LayerTensors t;
-  for (const Op& op : layer_ops(job, kind, Pass::kForward)) {
+  const std::vector<Op> forward = layer_ops(job, kind, Pass::kForward);
+  if (named_recompute_policy(job)) {
+    t.named_policy = true;
+    t.policy = policy_tensors(job, forward);
+  }
+  for (const Op& op : forward) {
     const bool weight_gemm = op.kind == OpKind::kGemm && !op.attention_core;
     for (int64_t i = 0; i < op.count; ++i) {
       if (op.saved_bytes > 0) {
@@ -100,6 +105,7 @@ std::vector<double> mtp_tensors(const Job& job) { return saved_list(mtp_ops(job,
 std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
                                  const ChunkInfo& chunk, int64_t layer) {
   if (tensors.full_recompute) return {tensors.input};
+  if (tensors.named_policy) return tensors.policy.kept;
   switch (job.plan.recompute.mode) {
     case RecomputeMode::kNone:
       return tensors.full();
@@ -124,6 +130,7 @@ std::vector<double> kept_tensors(const Job& job, const LayerTensors& tensors,
 
 RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, int64_t layers) {
   if (tensors.full_recompute) return {tensors.full(), 1};
+  if (tensors.named_policy) return {tensors.policy.recomputed, 1};
   switch (job.plan.recompute.mode) {
     case RecomputeMode::kNone:
       return {};

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "strategies/job.h"
+#include "strategies/workload.h"
 
 namespace podsim::strategies {
 
@@ -26,6 +27,10 @@ struct LayerTensors {
   double input = 0;  ///< the layer input: the checkpoint of full / every-C recompute
   /// The layer is recomputed in full whatever the mode (recompute.full_layers).
   bool full_recompute = false;
+  /// Under recompute_modules or activation_offload (named_recompute_policy):
+  /// what that policy keeps and brings back.
+  bool named_policy = false;
+  PolicyTensors policy;
   /// Everything: weight_inputs, other_saved, core.
   std::vector<double> full() const;
 };

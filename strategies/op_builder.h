@@ -163,10 +163,20 @@ struct AttnDims {
 /// The attention of a layer of `kind` on ranks of shape `r`.
 AttnDims attention_dims(const Job& job, const RankShape& r, const LayerKind& kind);
 
-/// The linears' GEMMs run in fp8: fp8 training under a framework that has it.
-inline bool fp8_linears(const Job& job) {
-  return job.training.precision == sim::NumberFormat::kFp8 &&
-         job.software.fp8.recipe != Fp8Recipe::kNone;
+/// The linears' GEMMs run quantized and pay their operands' casts: fp8
+/// training under a framework that has fp8, fp4 (NVFP4), or int8 under
+/// AQT's recipe (int8 without a recipe prices the products alone).
+inline bool quantized_linears(const Job& job) {
+  switch (job.training.precision) {
+    case sim::NumberFormat::kFp8:
+      return job.software.fp8.recipe != Fp8Recipe::kNone;
+    case sim::NumberFormat::kFp4:
+      return true;
+    case sim::NumberFormat::kInt8:
+      return job.training.recipe == PrecisionRecipe::kAqtInt8;
+    default:
+      return false;
+  }
 }
 
 inline double norm_flops(const Job& job) {
@@ -225,7 +235,7 @@ void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std
 void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         int64_t ffn);
 
-/// What an fp8 linear casts before its GEMM (nothing unless fp8_linears):
+/// What a quantized linear casts before its GEMM (nothing unless quantized_linears):
 /// its `input_elements`-element 16-bit input -- unless the norm before it
 /// writes fp8 (`after_norm` and Fp8Policy::cast_fused_with_norm) -- and,
 /// cast every call, its `weight_elements` weights.

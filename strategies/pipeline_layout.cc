@@ -133,4 +133,16 @@ std::vector<ChunkLayout> layout_from_counts(const std::vector<int64_t>& counts, 
   return out;
 }
 
+std::vector<ChunkLayout> asym_embed_loss_layout(int64_t layers, int64_t chunks, int64_t mtp) {
+  if (chunks <= 0 || layers < 0 || (layers + 2) % chunks != 0) return {};
+  const int64_t slots = (layers + 2) / chunks;
+  std::vector<ChunkLayout> out(static_cast<size_t>(chunks), ChunkLayout{slots, false, 0, false});
+  out.front().embedding = true;
+  --out.front().layers;
+  out.back().loss = true;
+  out.back().mtp = mtp;
+  --out.back().layers;
+  return out;
+}
+
 }  // namespace podsim::strategies

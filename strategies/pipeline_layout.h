@@ -28,4 +28,14 @@ ParsedLayout parse_pipeline_layout(std::string_view text);
 /// embedding on the first, the loss and `mtp` modules on the last.
 std::vector<ChunkLayout> layout_from_counts(const std::vector<int64_t>& counts, int64_t mtp);
 
+/// The named layout "asym-embed-loss": Megatron's
+/// account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+/// (NVIDIA's MLPerf Llama 3.1 405B configs: ASYM_PP_EMBED, ASYM_PP_LOSS) count
+/// the embedding and the loss as one layer each, so `layers + 2` slots split
+/// evenly over `chunks` model chunks; the first chunk holds the embedding and
+/// one layer fewer, the last the loss (and the `mtp` modules) and one fewer.
+inline constexpr std::string_view kAsymEmbedLossLayout = "asym-embed-loss";
+/// Its chunks, or empty when `layers + 2` is not a multiple of `chunks`.
+std::vector<ChunkLayout> asym_embed_loss_layout(int64_t layers, int64_t chunks, int64_t mtp);
+
 }  // namespace podsim::strategies

@@ -11,6 +11,20 @@ namespace podsim::strategies {
 
 enum class Optimizer : uint8_t { kAdam, kSgd };
 
+/// How low-precision matrix products are scaled (training.precision_recipe,
+/// format 1.2): which casts, amax passes and scale layouts each operand of a
+/// quantized GEMM costs (strategies/elementwise_ops.cc, with sources).
+enum class PrecisionRecipe : uint8_t {
+  kSoftware,   ///< unset: the software preset's fp8 recipe
+  kDelayed,    ///< per-tensor scale from the amax history (TE DelayedScaling)
+  kTensorwise, ///< per-tensor scale from the current amax (TE Float8CurrentScaling)
+  kBlockwise,  ///< 1x128 activation / 128x128 weight blocks (TE Float8BlockScaling)
+  kMxfp8,      ///< 1x32 blocks with E8M0 scales, Blackwell (TE MXFP8BlockScaling)
+  kNvfp4,      ///< 1x16 blocks, E4M3 scales + per-tensor fp32 (TE NVFP4BlockScaling)
+  kAqtInt8,    ///< MaxText's AQT int8: per-channel scales computed every call
+  kFp8Full,    ///< delayed-scaled fp8 linears and fp8 attention (TE fp8_dpa)
+};
+
 /// Batch, sequence and arithmetic of one optimizer step.
 struct TrainingSetup {
   int64_t seq_len = 0;
@@ -18,6 +32,7 @@ struct TrainingSetup {
   int64_t micro_batch = 1;   ///< sequences per micro-batch on one pipeline
   /// Format of the matrix products; fp8 keeps everything else in bf16.
   sim::NumberFormat precision = sim::NumberFormat::kBf16;
+  PrecisionRecipe recipe = PrecisionRecipe::kSoftware;
   Optimizer optimizer = Optimizer::kAdam;
 };
 
@@ -57,6 +72,23 @@ struct Recompute {
   uint32_t modules = 0;
 };
 
+/// MaxText's named activations (parallelism.activation_offload), as bits:
+/// with any set, the layer follows MaxText's custom remat policy -- the named
+/// tensors are saved to pinned host memory, everything else is recomputed.
+enum class OffloadTensor : uint8_t {
+  kDecoderLayerInput,  ///< the layer's input (the scan carry)
+  kQueryProj,
+  kKeyProj,
+  kValueProj,
+  kQkvProj,  ///< query, key and value together
+  kContext,  ///< the attention core's output
+  kOutProj,  ///< the attention output projection's output
+  kMlpWi0,   ///< the gate projection's output (SwiGLU)
+  kMlpWi1,   ///< the up projection's output
+  kMlpWo,    ///< the down projection's output
+};
+constexpr uint32_t offload_bit(OffloadTensor t) { return 1u << static_cast<unsigned>(t); }
+
 /// What one model chunk (virtual pipeline stage) holds, in model order: an
 /// explicit pipeline layout (Megatron's --pipeline-model-parallel-layout).
 struct ChunkLayout {
@@ -84,6 +116,8 @@ struct ParallelPlan {
   std::vector<ChunkLayout> layout;
   ContextAlgorithm context = ContextAlgorithm::kRing;
   Recompute recompute;
+  /// OffloadTensor bits; 0 = no host offload.
+  uint32_t activation_offload = 0;
   /// Rank layout, innermost first (default tp-cp-ep-dp-pp).
   std::array<Dim, kDims> order{Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp};
 };

@@ -228,6 +228,19 @@ RankShape rank_shape(const Job& job);
 /// forward layer, TP communication included, for kFull and kEvery and for a
 /// layer of kind.full_recompute.
 std::vector<Op> layer_ops(const Job& job, const LayerKind& kind, Pass pass);
+
+/// A layer's saved tensors under a recompute policy that names what it keeps:
+/// Megatron's --recompute-modules, or MaxText's custom remat with host offload.
+struct PolicyTensors {
+  std::vector<double> kept;        ///< kept on the device for the backward pass
+  std::vector<double> recomputed;  ///< brought back by the recompute before the backward
+  double offloaded_bytes = 0;      ///< saved to host memory (and fetched back), per micro-batch
+};
+/// Whether `job`'s layers follow such a policy (recompute_modules with
+/// selective recompute, or activation_offload).
+bool named_recompute_policy(const Job& job);
+/// The tensors of the layer whose forward ops are `forward`, under that policy.
+PolicyTensors policy_tensors(const Job& job, const std::vector<Op>& forward);
 /// The ops of the model's most common layer kind (an MoE layer for MoE
 /// models), for tools that look at one typical layer.
 std::vector<Op> layer_ops(const Job& job, Pass pass);

@@ -122,6 +122,86 @@ bool check_order(const std::string& order, std::string& message, std::string& hi
   return true;
 }
 
+/// Training frameworks' names for the scenario's keys (Megatron-LM and
+/// NeMo arguments, torchtitan's job config, DeepSpeed's config, Hugging Face
+/// model configs, plain words), folded (folded_name) -> the key. Unknown
+/// keys are looked up here before edit distance: "pipeline_parallel" is
+/// "pp", not a typo of "pipeline".
+constexpr std::pair<std::string_view, std::string_view> kKeySynonyms[] = {
+    // Megatron-LM / NeMo (--tensor-model-parallel-size, ...)
+    {"tensormodelparallelsize", "tp"},
+    {"pipelinemodelparallelsize", "pp"},
+    {"contextparallelsize", "cp"},
+    {"expertmodelparallelsize", "ep"},
+    {"experttensorparallelsize", "expert_tp"},
+    {"virtualpipelinemodelparallelsize", "virtual_stages"},
+    {"microbatchsize", "micro_batch"},
+    {"globalbatchsize", "global_batch"},
+    {"seqlength", "seq_len"},
+    {"numlayers", "layers"},
+    {"hiddensize", "hidden"},
+    {"ffnhiddensize", "ffn_hidden"},
+    {"numattentionheads", "heads"},
+    {"numquerygroups", "kv_heads"},
+    {"kvchannels", "head_dim"},
+    {"numexperts", "experts"},
+    {"moeroutertopk", "top_k"},
+    {"moeffnhiddensize", "ffn_hidden"},
+    {"recomputegranularity", "recompute"},
+    {"usedistributedoptimizer", "zero"},
+    // torchtitan (parallelism.*_degree, training.*)
+    {"tensorparalleldegree", "tp"},
+    {"pipelineparalleldegree", "pp"},
+    {"contextparalleldegree", "cp"},
+    {"expertparalleldegree", "ep"},
+    {"experttensorparalleldegree", "expert_tp"},
+    {"dataparallelreplicatedegree", "dp"},
+    {"dataparallelsharddegree", "shard_group"},
+    {"pipelineparallelschedule", "schedule"},
+    {"pipelineparallelmicrobatchsize", "micro_batch"},
+    {"activationcheckpoint", "recompute"},
+    {"nlayers", "layers"},
+    {"nheads", "heads"},
+    {"nkvheads", "kv_heads"},
+    // DeepSpeed
+    {"trainmicrobatchsizepergpu", "micro_batch"},
+    {"trainbatchsize", "global_batch"},
+    {"zerooptimization", "zero"},
+    {"zerostage", "zero"},
+    // Hugging Face configs
+    {"numhiddenlayers", "layers"},
+    {"intermediatesize", "ffn_hidden"},
+    {"numkeyvalueheads", "kv_heads"},
+    {"vocabsize", "vocab"},
+    {"numlocalexperts", "experts"},
+    {"numexpertspertok", "top_k"},
+    // Plain words
+    {"tensorparallel", "tp"},
+    {"tensorparallelism", "tp"},
+    {"pipelineparallel", "pp"},
+    {"pipelineparallelism", "pp"},
+    {"dataparallel", "dp"},
+    {"dataparallelism", "dp"},
+    {"contextparallel", "cp"},
+    {"contextparallelism", "cp"},
+    {"expertparallel", "ep"},
+    {"expertparallelism", "ep"},
+    {"sequencelength", "seq_len"},
+    {"microbatches", "micro_batch"},
+    {"globalbatch", "global_batch"},
+    {"activationcheckpointing", "recompute"},
+    {"gradientcheckpointing", "recompute"},
+};
+
+/// The scenario key a framework's name stands for, or "".
+std::string_view key_for_synonym(std::string_view key) {
+  const std::string folded = folded_name(key);
+  for (const auto& [synonym, target] : kKeySynonyms) {
+    if (synonym == folded) return target;
+  }
+  return {};
+}
+
 std::string enum_hint(std::string_view given, const std::vector<std::string>& allowed) {
   const std::string guess = closest_match(given, allowed);
   if (!guess.empty()) return "did you mean '" + guess + "'?";
@@ -252,15 +332,17 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
       }
       const std::string& text = value.get_ref<const std::string&>();
       const std::vector<std::string> names = allowed_values(decl);
-      for (const std::string& name : names) {
-        if (name == text) return CheckedValue(text);
-      }
+      // A unique prefix or common name is the preset ("h100", "H100 SXM").
+      const NameMatch match = match_name(text, names);
+      if (!match.name.empty()) return CheckedValue(match.name);
       const std::string_view category = decl.allowed;  // "models" -> "model"; "software"
       message = "unknown " +
                 std::string(category.ends_with('s') ? category.substr(0, category.size() - 1)
                                                     : category) +
                 " preset " + quote_for_message(text);
-      hint = enum_hint(text, names);
+      hint = match.ambiguous.empty()
+                 ? enum_hint(text, names)
+                 : quote_for_message(text) + " could be " + join_list(match.ambiguous, 40) + ": give more of the name";
       return std::nullopt;
     }
     case KeyKind::kObject:
@@ -430,8 +512,16 @@ struct Checker::Walk {
     const std::string child_path = path + "/" + pointer_segment(key);
     const std::vector<std::string> siblings = declared_children(checker.table_, pattern);
     std::string hint;
+    const std::string_view synonym = key_for_synonym(key);
     const std::string guess = closest_match(key, siblings);
-    if (!guess.empty()) {
+    if (!synonym.empty()) {
+      const bool here = std::find(siblings.begin(), siblings.end(), synonym) != siblings.end();
+      const std::vector<std::string> elsewhere = patterns_ending_with(checker.table_, synonym);
+      hint = here || elsewhere.empty()
+                 ? "did you mean '" + std::string(synonym) + "'? it is podsim's key for " +
+                       quote_for_message(key)
+                 : "podsim's key for " + quote_for_message(key) + " is " + elsewhere.front();
+    } else if (!guess.empty()) {
       hint = "did you mean '" + guess + "'?";
     } else {
       const std::vector<std::string> elsewhere = patterns_ending_with(checker.table_, key);
@@ -480,12 +570,14 @@ struct Checker::Walk {
       const KeyDecl& base_decl = decl_for(pattern + "/base");
       std::string message;
       std::string hint;
-      if (!convert_value(value, base_decl, message, hint)) {
+      const std::optional<CheckedValue> converted = convert_value(value, base_decl, message, hint);
+      if (!converted) {
         problem(path, std::move(message), std::move(hint));
         out.bad.insert(path);
         return;
       }
-      const std::string& name = value.get_ref<const std::string&>();
+      const std::string& name = std::get<std::string>(*converted);
+      note_resolved(path, value.get_ref<const std::string&>(), name);
       out.presets[path] = name;
       object(*checker.presets_.find(category, name), pattern, path);
       return;
@@ -503,18 +595,29 @@ struct Checker::Walk {
     const KeyDecl& base_decl = decl_for(pattern + "/base");
     std::string message;
     std::string hint;
-    if (!convert_value(value["base"], base_decl, message, hint)) {
+    const std::optional<CheckedValue> converted =
+        convert_value(value["base"], base_decl, message, hint);
+    if (!converted) {
       // Without its base the object would miss required keys: report only this.
       problem(path + "/base", std::move(message), std::move(hint));
       out.bad.insert(path);
       return;
     }
-    const std::string& name = value["base"].get_ref<const std::string&>();
+    const std::string& name = std::get<std::string>(*converted);
+    note_resolved(path + "/base", value["base"].get_ref<const std::string&>(), name);
     out.presets[path] = name;
     json overrides = value;
     overrides.erase("base");
     mark_overridden(overrides, path);
     object(merge(*checker.presets_.find(category, name), overrides, pattern), pattern, path);
+  }
+
+  /// A preset named by a prefix or common name: the reader says which it took.
+  void note_resolved(const std::string& path, const std::string& given, const std::string& name) {
+    if (given == name) return;
+    add_problem(out.notes, {checker.prefix_ + path, quote_for_message(given) + " read as preset '" +
+                                                        name + "'",
+                            "write \"" + name + "\" to be sure"});
   }
 
   /// Records the leaves an override object sets over its preset.

@@ -33,6 +33,8 @@ struct CheckedDocument {
   /// Leaves an override object ({"base": ..., key: value}) set over its
   /// preset, by path ("/software/attention/kernel").
   std::set<std::string> overridden;
+  /// Remarks that are not problems (a preset named by a prefix), for stderr.
+  std::vector<Problem> notes;
 };
 
 /// Walks a JSON document against a declaration table: expands presets

@@ -37,6 +37,7 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   problems_before_job_checks_ = problems_.size();
   check_job(spec);
   build_degraded(spec);
+  check_plausible(spec);
   spec.warnings = std::move(warnings_);
   return spec;
 }
@@ -193,7 +194,8 @@ void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
   const std::pair<const char*, sim::NumberFormat> formats[] = {
       {"fp32", sim::NumberFormat::kFp32}, {"tf32", sim::NumberFormat::kTf32},
       {"bf16", sim::NumberFormat::kBf16}, {"fp16", sim::NumberFormat::kFp16},
-      {"fp8", sim::NumberFormat::kFp8},   {"int8", sim::NumberFormat::kInt8}};
+      {"fp8", sim::NumberFormat::kFp8},   {"int8", sim::NumberFormat::kInt8},
+      {"fp4", sim::NumberFormat::kFp4}};
   for (const auto& [key, format] : formats) {
     g.peak_flops_per_s[static_cast<size_t>(format)] =
         number(std::string("/cluster/gpu/peak_flops/") + key).value_or(0);
@@ -355,8 +357,26 @@ void SpecBuilder::build_training(strategies::TrainingSetup& t) {
     t.precision = sim::NumberFormat::kFp32;
   } else if (precision_ == "int8") {
     t.precision = sim::NumberFormat::kInt8;
+  } else if (precision_ == "fp4") {
+    t.precision = sim::NumberFormat::kFp4;
   } else {
     t.precision = sim::NumberFormat::kBf16;
+  }
+  recipe_ = text("/training/precision_recipe").value_or("");
+  const std::pair<const char*, strategies::PrecisionRecipe> recipes[] = {
+      {"delayed", strategies::PrecisionRecipe::kDelayed},
+      {"tensorwise", strategies::PrecisionRecipe::kTensorwise},
+      {"blockwise", strategies::PrecisionRecipe::kBlockwise},
+      {"mxfp8", strategies::PrecisionRecipe::kMxfp8},
+      {"nvfp4", strategies::PrecisionRecipe::kNvfp4},
+      {"aqt-int8", strategies::PrecisionRecipe::kAqtInt8},
+      {"fp8_full", strategies::PrecisionRecipe::kFp8Full}};
+  for (const auto& [name, recipe] : recipes) {
+    if (recipe_ == name) t.recipe = recipe;
+  }
+  // NVFP4 is the one fp4 recipe (Megatron's Fp4Recipe {nvfp4, custom}).
+  if (t.precision == sim::NumberFormat::kFp4 && recipe_.empty()) {
+    t.recipe = strategies::PrecisionRecipe::kNvfp4;
   }
   t.optimizer = text("/training/optimizer").value_or("adam") == "sgd"
                     ? strategies::Optimizer::kSgd
@@ -417,20 +437,7 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
       }
     }
   }
-  // Read and checked, not modelled yet: say so rather than ignore them.
-  if (p.recompute.modules != 0) {
-    warn(
-        "parallelism.recompute_modules is not modelled yet: recomputation follows "
-        "parallelism.recompute (and recompute_layers)");
-  }
-  if (given("/parallelism/activation_offload")) {
-    warn("parallelism.activation_offload is not modelled yet: activations stay on the GPU");
-  }
-  if (given("/training/precision_recipe")) {
-    warn(
-        "training.precision_recipe is not modelled yet: matrix products are priced in "
-        "training.precision without the recipe's scaling work");
-  }
+  build_offload(p);
   const std::string context = text("/parallelism/context/algorithm").value_or("ring");
   p.context = context == "ulysses"      ? strategies::ContextAlgorithm::kUlysses
               : context == "all_gather" ? strategies::ContextAlgorithm::kAllGather
@@ -451,6 +458,20 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
                        : mode == "full"    ? strategies::RecomputeMode::kFull
                                            : strategies::RecomputeMode::kNone;
   }
+  // Megatron reads --recompute-modules only with --recompute-granularity
+  // selective (transformer_config.py): a module list is a selective
+  // recompute, and meaningless beside full recompute. MaxText's offload list
+  // is a remat policy of its own.
+  const bool policy_given = p.recompute.modules != 0 || p.activation_offload != 0;
+  if (policy_given && p.recompute.mode == strategies::RecomputeMode::kNone) {
+    p.recompute.mode = strategies::RecomputeMode::kSelective;
+  } else if (p.recompute.modules != 0 &&
+             p.recompute.mode != strategies::RecomputeMode::kSelective) {
+    warn("parallelism.recompute_modules applies to selective recompute only; ignored beside " +
+         std::string(p.recompute.mode == strategies::RecomputeMode::kFull ? "full" : "every-C") +
+         " recompute");
+    p.recompute.modules = 0;
+  }
   const std::string order = text("/parallelism/order").value_or("tp-cp-ep-dp-pp");
   size_t index = 0;
   size_t start = 0;
@@ -467,10 +488,44 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
   }
 }
 
+void SpecBuilder::build_offload(strategies::ParallelPlan& p) {
+  const auto size = doc_.array_sizes.find("/parallelism/activation_offload");
+  if (size == doc_.array_sizes.end()) return;
+  using strategies::offload_bit;
+  using strategies::OffloadTensor;
+  const std::pair<const char*, uint32_t> names[] = {
+      {"decoder_layer_input", offload_bit(OffloadTensor::kDecoderLayerInput)},
+      {"query_proj", offload_bit(OffloadTensor::kQueryProj)},
+      {"key_proj", offload_bit(OffloadTensor::kKeyProj)},
+      {"value_proj", offload_bit(OffloadTensor::kValueProj)},
+      {"qkv_proj", offload_bit(OffloadTensor::kQkvProj)},
+      {"context", offload_bit(OffloadTensor::kContext)},
+      {"out_proj", offload_bit(OffloadTensor::kOutProj)},
+      {"mlpwi", offload_bit(OffloadTensor::kMlpWi0) | offload_bit(OffloadTensor::kMlpWi1)},
+      {"mlpwi_0", offload_bit(OffloadTensor::kMlpWi0)},
+      {"mlpwi_1", offload_bit(OffloadTensor::kMlpWi1)},
+      {"mlpwo", offload_bit(OffloadTensor::kMlpWo)}};
+  for (size_t i = 0; i < size->second; ++i) {
+    const std::optional<std::string> tensor =
+        text("/parallelism/activation_offload/" + std::to_string(i));
+    if (!tensor) continue;
+    for (const auto& [name, bits] : names) {
+      if (*tensor == name) p.activation_offload |= bits;
+    }
+  }
+}
+
 void SpecBuilder::build_layout(strategies::ParallelPlan& p) {
   const std::string path = "/parallelism/pipeline/layout";
   if (!usable(path)) return;
   if (const std::optional<std::string> layout = text(path)) {
+    if (*layout == strategies::kAsymEmbedLossLayout) {
+      // Resolved once the layer count and the chunk count are known
+      // (check_layout): Megatron's account_for_embedding/loss_in_pipeline_split.
+      asym_embed_loss_ = true;
+      layout_given_ = true;
+      return;
+    }
     strategies::ParsedLayout parsed = strategies::parse_pipeline_layout(*layout);
     if (!parsed.error.empty()) {
       problem(path, quote_for_message(*layout) + ": " + parsed.error,

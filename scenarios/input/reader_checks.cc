@@ -5,13 +5,16 @@
 #include <optional>
 #include <string>
 
+#include "scenarios/input/quantity.h"
 #include "scenarios/input/spec_builder.h"
+#include "strategies/pipeline_layout.h"
 
 namespace podsim::scenarios::reader_detail {
 
 void SpecBuilder::check_job(ScenarioSpec& s) {
   check_gpus(s);
   check_tensor_parallel(s);
+  resolve_asym_layout(s);
   check_pipeline();
   check_batch();
   check_context(s);
@@ -93,6 +96,24 @@ void SpecBuilder::check_tensor_parallel(const ScenarioSpec& s) {
             "sequence parallelism splits the " + num(*seq_len_ / *cp_) +
                 " tokens of each CP rank across tp=" + num(tp) + " ranks, which does not divide",
             "use seq_len a multiple of cp*tp = " + num(*cp_ * tp));
+  }
+}
+
+void SpecBuilder::resolve_asym_layout(ScenarioSpec& s) {
+  if (!asym_embed_loss_ || !layers_ || !pp_) return;
+  const int64_t v = s.plan.schedule == strategies::PipelineSchedule::kInterleavedOneFOneB
+                        ? virtual_stages_.value_or(1)
+                        : 1;
+  const int64_t chunks = *pp_ * v;
+  s.plan.layout = strategies::asym_embed_loss_layout(*layers_, chunks, s.model.mtp_layers);
+  if (s.plan.layout.empty()) {
+    problem("/parallelism/pipeline/layout",
+            "\"asym-embed-loss\" counts the embedding and the loss as one layer each, so "
+            "layers+2 = " +
+                num(*layers_ + 2) + " must split evenly into pp*virtual_stages = " + num(chunks) +
+                " chunks",
+            "choose pp and virtual_stages whose product divides " + num(*layers_ + 2) +
+                ", or give the layout as an array of layer counts");
   }
 }
 
@@ -314,23 +335,115 @@ void SpecBuilder::check_sharding(const ScenarioSpec& s) {
 }
 
 void SpecBuilder::check_precision(const ScenarioSpec& s) {
+  using strategies::PrecisionRecipe;
+  const PrecisionRecipe recipe = s.training.recipe;
+  // Which training.precision each recipe scales (Megatron's Fp8Recipe and
+  // Fp4Recipe, MaxText's quantization=int8).
+  const bool fp8_recipe = recipe == PrecisionRecipe::kDelayed ||
+                          recipe == PrecisionRecipe::kTensorwise ||
+                          recipe == PrecisionRecipe::kBlockwise ||
+                          recipe == PrecisionRecipe::kMxfp8 || recipe == PrecisionRecipe::kFp8Full;
+  const sim::NumberFormat wanted = fp8_recipe                            ? sim::NumberFormat::kFp8
+                                   : recipe == PrecisionRecipe::kNvfp4   ? sim::NumberFormat::kFp4
+                                   : recipe == PrecisionRecipe::kAqtInt8 ? sim::NumberFormat::kInt8
+                                                                         : s.training.precision;
+  if (!recipe_.empty() && wanted != s.training.precision) {
+    problem("/training/precision_recipe",
+            "recipe " + recipe_ + " scales " + std::string(sim::to_string(wanted)) +
+                " matrix products, but training.precision is " + precision_,
+            "set /training/precision to \"" + std::string(sim::to_string(wanted)) +
+                "\", or choose a recipe of " + precision_ +
+                " (fp8: tensorwise, delayed, blockwise, mxfp8, fp8_full; fp4: nvfp4; int8: "
+                "aqt-int8)");
+    return;
+  }
   if (!gpu_usable_) return;
   const hwmodels::GpuSpec& gpu = s.cluster.gpu;
+  if (s.training.precision == sim::NumberFormat::kFp4 && gpu.peak(sim::NumberFormat::kFp4) <= 0) {
+    problem("/training/precision",
+            "fp4 (NVFP4) matrix products need block-scaled FP4 tensor cores, and the GPU '" +
+                gpu.name + "' has no fp4 rate",
+            "use a Blackwell GPU (b200, b300, gb200, gb300), train in fp8, or give "
+            "/cluster/gpu/peak_flops/fp4");
+    return;
+  }
+  if (recipe == PrecisionRecipe::kMxfp8 && gpu.peak(sim::NumberFormat::kFp4) <= 0) {
+    // MXFP8's E8M0 block scales are applied by the tensor cores themselves
+    // (TE mxfp8.rst: Blackwell and later); the datasheet's fp4 rate is the
+    // mark of those block-scaled units.
+    problem("/training/precision_recipe",
+            "mxfp8 needs tensor cores that apply block scales (Blackwell), and the GPU '" +
+                gpu.name + "' has none (no fp4 rate)",
+            "use tensorwise, delayed or blockwise fp8 on this GPU");
+    return;
+  }
   if (gpu.peak(s.training.precision) <= 0) {
     problem("/cluster/gpu/peak_flops/" + precision_,
             "training.precision is " + precision_ + " but the GPU '" + gpu.name + "' has no " +
                 precision_ + " rate (0)",
             "choose another /training/precision, or give the GPU's " + precision_ + " peak");
   }
-  const bool eight_bit = s.training.precision == sim::NumberFormat::kFp8 ||
-                         s.training.precision == sim::NumberFormat::kInt8;
-  if (eight_bit && gpu.peak(sim::NumberFormat::kBf16) <= 0) {
+  const bool low_bit = s.training.precision == sim::NumberFormat::kFp8 ||
+                       s.training.precision == sim::NumberFormat::kFp4 ||
+                       s.training.precision == sim::NumberFormat::kInt8;
+  if (low_bit && gpu.peak(sim::NumberFormat::kBf16) <= 0) {
     problem("/cluster/gpu/peak_flops/bf16",
             precision_ +
                 " training keeps everything but the matrix products in bf16, and the GPU has no "
                 "bf16 rate",
             "give the GPU's bf16 peak");
   }
+  if (recipe == PrecisionRecipe::kFp8Full) {
+    warn(
+        "training.precision_recipe fp8_full: attention is priced at its bf16 rate (the fp8 "
+        "attention kernels' speed is not modelled); the linears scale as delayed fp8");
+  }
+}
+
+// Upper bounds no hardware reaches, each with room above the fastest part
+// of the presets (presets/gpus.json, clusters.json), so that only a unit
+// slip crosses them: the contract reads a bare number in SI base units, so
+// "nic_bandwidth": 400e9 meant as 400 Gb/s is 400 GB/s = 3.2 Tb/s.
+namespace {
+/// Per NIC per direction: 1.6 Tb/s, twice ConnectX-8's 800 Gb/s (dgx-b300).
+constexpr double kMaxNicBytesPerS = 1.6e12 / 8;
+/// 20 TB/s, 2.5 times B200's and MI355X's 8 TB/s of HBM3e.
+constexpr double kMaxHbmBytesPerS = 20e12;
+/// 10 PFLOP/s dense in any format, twice GB300's fp8 (5 PFLOP/s dense).
+constexpr double kMaxDenseFlopsPerS = 10e15;
+}  // namespace
+
+void SpecBuilder::check_plausible(ScenarioSpec& s) {
+  auto caution = [&](const std::string& path, std::string message, std::string hint) {
+    add_problem(s.input_warnings, {prefix_ + path, std::move(message), std::move(hint)});
+  };
+  const double nic = s.cluster.scale_out.nic_bw_bytes_per_s;
+  if (nic > kMaxNicBytesPerS) {
+    caution("/cluster/scale_out/nic_bandwidth",
+            format_bandwidth(nic) + " (" + format_number(nic * 8 / 1e9) +
+                " Gb/s) per NIC is more than any NIC (at most 1.6 Tb/s = 200 GB/s)",
+            "a number without a unit is bytes/s; if you meant " + format_number(nic / 1e9) +
+                " Gb/s (bits), write \"" + format_number(nic / 1e9) + " Gb/s\"");
+  }
+  const double hbm = s.cluster.gpu.hbm_bw_bytes_per_s;
+  if (hbm > kMaxHbmBytesPerS) {
+    caution("/cluster/gpu/hbm/bandwidth",
+            format_bandwidth(hbm) + " of HBM bandwidth is more than any GPU has (at most 20 TB/s)",
+            "a number without a unit is bytes/s; write the unit, e.g. \"3.35 TB/s\" (H100) or "
+            "\"8 TB/s\" (B200)");
+  }
+  for (const char* key : {"fp32", "tf32", "bf16", "fp16", "fp8", "int8"}) {
+    const std::string path = std::string("/cluster/gpu/peak_flops/") + key;
+    const double flops = number(path).value_or(0);
+    if (flops > kMaxDenseFlopsPerS) {
+      caution(path,
+              format_flops_rate(flops) + " " + key +
+                  " is more than any GPU computes (at most 10 PFLOP/s dense)",
+              "give the dense rate (datasheets often quote sparse, twice dense) with its unit, "
+              "e.g. \"989 TFLOP/s\" (H100 bf16)");
+    }
+  }
+  for (const Problem& note : doc_.notes) add_problem(s.input_warnings, note);
 }
 
 }  // namespace podsim::scenarios::reader_detail

@@ -102,6 +102,8 @@ constexpr KeyDecl kScenarioKeys[] = {
            "fp8 tensor-core peak; 0 = not supported"),
   quantity("/cluster/gpu/peak_flops/int8", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
            "int8 matrix peak (integer ops per second); 0 = not supported (v1.2)"),
+  quantity("/cluster/gpu/peak_flops/fp4", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
+           "dense NVFP4 tensor-core peak (block-scaled, Blackwell); 0 = not supported (v1.2)"),
   quantity("/cluster/gpu/peak_flops/tf32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
            "tf32 tensor-core peak; 0 = not supported"),
   quantity("/cluster/gpu/peak_flops/fp32", kDefault, "0", Dimension::kFlopsPerSecond, 0, 1e18, false,
@@ -219,11 +221,15 @@ constexpr KeyDecl kScenarioKeys[] = {
   integer("/training/seq_len", kRequired, "", 1, 1 << 27, "tokens per sequence"),
   integer("/training/global_batch", kRequired, "", 1, 1 << 30, "sequences per optimizer step"),
   integer("/training/micro_batch", kDefault, "1", 1, 1 << 30, "sequences per micro-batch on one pipeline"),
-  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|int8|fp32",
-         "format of the matrix products (fp8, int8: matrix products in that format, the rest bf16)"),
+  choice("/training/precision", "\"bf16\"", "bf16|fp16|fp8|fp4|int8|fp32",
+         "format of the matrix products (fp8, fp4, int8: the linears' products in that format, "
+         "the rest bf16; fp4 needs a GPU with an fp4 peak)"),
   {"/training/precision_recipe", KeyKind::kEnum, kOptional, "", Dimension::kNone, 0, 0, false,
    "tensorwise|delayed|blockwise|mxfp8|nvfp4|aqt-int8|fp8_full",
-   "how low-precision matrix products are scaled (1.2); unset: the software's default"},
+   "how low-precision matrix products are scaled, with the cast, amax and scale kernels each "
+   "operand costs (1.2): fp8 takes tensorwise, delayed, blockwise, mxfp8 (block-scaled GPUs) "
+   "or fp8_full; fp4 takes nvfp4 (its default); int8 takes aqt-int8; unset: the software's "
+   "fp8 recipe"},
   choice("/training/optimizer", "\"adam\"", "adam|sgd", "adam (fp32 master weights and two moments) or sgd"),
 
   object("/parallelism", kOptional, "how the work is split (all degrees default to 1)"),
@@ -258,14 +264,18 @@ constexpr KeyDecl kScenarioKeys[] = {
    "activation recomputation: none, selective (attention core), full, or {\"every\": C}"},
   integer("/parallelism/recompute/every", kRequired, "", 1, 1e5, "checkpoint every C layers"),
   enum_array("/parallelism/recompute_modules",
-             "Megatron's selective-recompute modules (1.2)"),
+             "Megatron's selective-recompute modules (1.2; with recompute \"selective\"): "
+             "core_attn, mlp, moe, shared_experts keep their input and recompute the rest; "
+             "layernorm, moe_act, mla_up_proj free their output and recompute it"),
   choice("/parallelism/recompute_modules/*", "\"core_attn\"",
          "core_attn|mlp|moe|moe_act|layernorm|mla_up_proj|shared_experts",
          "a module recomputed in backward"),
   integer("/parallelism/recompute_layers", kDefault, "0", 0, 1e5,
           "first layers of every model chunk recomputed in full, the rest per recompute (1.2)"),
   enum_array("/parallelism/activation_offload",
-             "tensors offloaded to host memory (MaxText names, 1.2)"),
+             "tensors offloaded to host memory (MaxText names, 1.2): MaxText's custom remat "
+             "policy -- these are saved on the host, everything else recomputed from the layer "
+             "input; the copies run beside compute and are not priced"),
   choice("/parallelism/activation_offload/*", "\"decoder_layer_input\"",
          "decoder_layer_input|context|mlpwi|mlpwi_0|mlpwi_1|mlpwo|query_proj|key_proj|"
          "value_proj|qkv_proj|out_proj",

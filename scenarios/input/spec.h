@@ -58,6 +58,10 @@ struct ScenarioSpec {
   /// What is wrong with the plan itself, when read with
   /// ReadOptions::plan_problems_as_warnings (empty otherwise).
   std::vector<Problem> plan_problems;
+  /// Remarks on the input itself, each at its JSON path, for standard error
+  /// and not the report: a quantity beyond any hardware (400e9 B/s meant as
+  /// 400 Gb/s), a preset named by a prefix. The run goes on the same.
+  std::vector<Problem> input_warnings;
 };
 
 }  // namespace podsim::scenarios

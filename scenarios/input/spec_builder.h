@@ -119,6 +119,7 @@ class SpecBuilder {
   void build_model(strategies::ModelShape& m);
   void build_attention(strategies::ModelShape& m);
   void build_layout(strategies::ParallelPlan& p);
+  void build_offload(strategies::ParallelPlan& p);
   void build_gpu(hwmodels::GpuSpec& g);
   void build_cluster(hwmodels::ClusterSpec& c);
   void build_tiers(hwmodels::ScaleOutSpec& out);
@@ -139,6 +140,7 @@ class SpecBuilder {
   void check_job(ScenarioSpec& s);
   void check_gpus(ScenarioSpec& s);
   void check_tensor_parallel(const ScenarioSpec& s);
+  void resolve_asym_layout(ScenarioSpec& s);
   void check_pipeline();
   void check_dualpipe();
   void check_batch();
@@ -146,6 +148,8 @@ class SpecBuilder {
   void check_experts(const ScenarioSpec& s);
   void check_sharding(const ScenarioSpec& s);
   void check_precision(const ScenarioSpec& s);
+  /// Quantities beyond any hardware (a unit slip): input_warnings, not problems.
+  void check_plausible(ScenarioSpec& s);
 
   const CheckedDocument& doc_;
   std::string prefix_;
@@ -159,7 +163,9 @@ class SpecBuilder {
   std::optional<int64_t> seq_len_, global_batch_, micro_batch_;
   std::optional<int64_t> dp_, tp_, pp_, cp_, ep_, expert_tp_, virtual_stages_;
   bool layout_given_ = false;
+  bool asym_embed_loss_ = false;  ///< layout "asym-embed-loss", resolved in check_job
   std::string precision_ = "bf16";
+  std::string recipe_;  ///< training.precision_recipe as given ("" = unset)
   std::string schedule_ = "1f1b";
   std::string context_ = "ring";
   bool gpu_usable_ = false;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,52 @@ Style style_of(const Task& t) {
 constexpr std::array<const char*, 10> kStagePalette{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                                     "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                                                     "#bcbd22", "#17becf"};
+/// Past ten stages the colours repeat with another dash pattern, so that
+/// 40 stages' curves and legend entries each look different.
+constexpr std::array<const char*, 4> kStageDashes{"", "6,3", "2,2", "9,3,2,3"};
+
+std::string stage_dash(size_t k) {
+  const char* dash = kStageDashes[(k / kStagePalette.size()) % kStageDashes.size()];
+  return *dash == '\0' ? std::string() : std::string("stroke-dasharray=\"") + dash + "\"";
+}
+
+/// Legend entries laid out left to right from `left`, a new row where the
+/// next would pass `right`: each entry's x and row.
+std::vector<std::pair<double, int>> flow(const std::vector<double>& widths, double left,
+                                         double right) {
+  std::vector<std::pair<double, int>> at;
+  double x = left;
+  int row = 0;
+  for (const double w : widths) {
+    if (x > left && x + w > right) {
+      x = left;
+      ++row;
+    }
+    at.emplace_back(x, row);
+    x += w;
+  }
+  return at;
+}
+
+int rows_of(const std::vector<std::pair<double, int>>& at) {
+  return at.empty() ? 0 : at.back().second + 1;
+}
+
+constexpr double kLegendRow = 16;
+constexpr double kStageLegendChar = 5.6, kTaskLegendChar = 6.2;
+
+std::string stage_label(int64_t stage, double peak_bytes) {
+  return "stage " + std::to_string(stage) + " peak " + fixed_number(peak_bytes / kGiB, 1);
+}
+
+/// Bars of one lane narrower than a pixel, next to each other (less than a
+/// pixel apart), drawn as one: a long pipeline's sub-pixel tasks would
+/// otherwise be stripes of bar and stroke. The group takes the fill of the
+/// kind that holds most of its time; its title counts the tasks by kind.
+struct Bar {
+  double start = 0, end = 0;
+  TaskId id = 0;
+};
 
 }  // namespace
 
@@ -86,12 +133,43 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
     if (ri >= 0) rows.push_back(static_cast<size_t>(ri));
   }
 
+  // The legends wrap onto as many rows as they need: every kind and every
+  // stage is named.
+  std::vector<std::pair<std::string, std::string>> legend;  // fill, label (first seen order)
+  auto note_legend = [&](const Style& st) {
+    for (const auto& [fill, label] : legend) {
+      if (label == st.label) return;
+    }
+    legend.emplace_back(st.fill, st.label);
+  };
+  for (const size_t ri : rows) {
+    for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+      note_legend(style_of(s.tasks[id]));
+    }
+  }
+  legend.emplace_back("#f4dada", "idle (pipeline bubble or waiting for communication)");
+  std::vector<double> legend_widths;
+  for (const auto& [fill, label] : legend) {
+    legend_widths.push_back(16 + kTaskLegendChar * static_cast<double>(label.size()) + 14);
+  }
+  const std::vector<std::pair<double, int>> legend_at =
+      flow(legend_widths, kLeft, width - kRight);
+
   const double gantt_top = 56;
   const double axis_y = gantt_top + kRowHeight * static_cast<double>(rows.size()) + 4;
   const double legend_y = axis_y + 50;
-  const double memory_top = legend_y + 50;
+  const double memory_top = legend_y + kLegendRow * (rows_of(legend_at) - 1) + 50;
   const double memory_bottom = memory_top + kMemoryHeight;
-  const double height = memory_bottom + 60;
+  const double legend2_y = memory_bottom + 46;
+  // The memory legend's entries are as wide as their labels (the peaks are
+  // known below; "stage S peak NNN.N" bounds them).
+  std::vector<double> stage_widths;
+  for (const size_t ri : rows) {
+    const std::string longest = stage_label(s.layout.stage(s.ranks[ri]), 999.9 * kGiB);
+    stage_widths.push_back(20 + kStageLegendChar * static_cast<double>(longest.size()) + 8);
+  }
+  const std::vector<std::pair<double, int>> stage_at = flow(stage_widths, kLeft, width - kRight);
+  const double height = legend2_y + kLegendRow * (rows_of(stage_at) - 1) + 14;
 
   Svg svg(width, height, true);
   svg.rect(0, 0, width, height, "#ffffff");
@@ -108,13 +186,6 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   // Gantt chart.
   svg.open_group("class=\"gantt\" data-x0=\"" + fixed_number(kLeft, 2) + "\" data-px-per-s=\"" +
                  fixed_number(scale, 6) + "\"");
-  std::vector<std::pair<std::string, std::string>> legend;  // fill, label (first seen order)
-  auto note_legend = [&](const Style& st) {
-    for (const auto& [fill, label] : legend) {
-      if (label == st.label) return;
-    }
-    legend.emplace_back(st.fill, st.label);
-  };
   for (size_t row = 0; row < rows.size(); ++row) {
     const size_t ri = rows[row];
     const int64_t rank = s.ranks[ri];
@@ -142,20 +213,77 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
       svg.rect(kLeft + t * scale, y, (step - t) * scale, kComputeHeight, "#f4dada",
                "class=\"idle\"");
     }
-    for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
-      const Task& task = s.tasks[id];
-      const Style st = style_of(task);
-      note_legend(st);
-      const double start = tl.tasks[id].start.seconds();
-      const double end = tl.tasks[id].end.seconds();
-      const bool compute = task.stream == Stream::kCompute;
+    for (const bool compute : {true, false}) {
+      std::vector<Bar> lane;
+      for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
+        if ((s.tasks[id].stream == Stream::kCompute) != compute) continue;
+        lane.push_back({tl.tasks[id].start.seconds(), tl.tasks[id].end.seconds(), id});
+      }
+      std::stable_sort(lane.begin(), lane.end(),
+                       [](const Bar& a, const Bar& b) { return a.start < b.start; });
       const double lane_y = compute ? y : y + kComputeHeight + 1;
       const double h = compute ? kComputeHeight : kCommHeight;
-      svg.rect_with_title(
-          kLeft + start * scale, lane_y, (end - start) * scale, h, st.fill,
-          s.task_name(id) + ": " + fixed_number(start, 6) + " - " + fixed_number(end, 6) + " s",
-          "data-task=\"" + std::to_string(id) + "\"" +
-              (compute ? " stroke=\"#ffffff\" stroke-width=\"0.3\"" : ""));
+      // The white edge that parts neighbouring bars would pale bars of a
+      // few pixels into stripes: only wider bars get it.
+      auto stroke = [&](const Bar& b) {
+        return compute && (b.end - b.start) * scale >= 3
+                   ? std::string(" stroke=\"#ffffff\" stroke-width=\"0.3\"")
+                   : std::string();
+      };
+      auto narrow = [&](const Bar& b) { return (b.end - b.start) * scale < 1; };
+      for (size_t i = 0; i < lane.size();) {
+        size_t j = i + 1;
+        double group_end = lane[i].end;
+        if (narrow(lane[i])) {
+          while (j < lane.size() && narrow(lane[j]) && (lane[j].start - group_end) * scale < 1) {
+            group_end = std::max(group_end, lane[j].end);
+            ++j;
+          }
+        }
+        const double start = lane[i].start;
+        if (j == i + 1) {
+          const TaskId id = lane[i].id;
+          svg.rect_with_title(kLeft + start * scale, lane_y, (lane[i].end - start) * scale, h,
+                              style_of(s.tasks[id]).fill,
+                              s.task_name(id) + ": " + fixed_number(start, 6) + " - " +
+                                  fixed_number(lane[i].end, 6) + " s",
+                              "data-task=\"" + std::to_string(id) + "\"" + stroke(lane[i]));
+          i = j;
+          continue;
+        }
+        // Time and tasks by kind, in first-seen order; the most time sets the fill.
+        std::vector<std::pair<Style, std::pair<double, size_t>>> kinds;
+        std::string ids;
+        for (size_t k = i; k < j; ++k) {
+          const Style st = style_of(s.tasks[lane[k].id]);
+          auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& e) {
+            return std::string_view(e.first.label) == st.label;
+          });
+          if (kind == kinds.end()) {
+            kinds.push_back({st, {0.0, size_t{0}}});
+            kind = kinds.end() - 1;
+          }
+          kind->second.first += lane[k].end - lane[k].start;
+          ++kind->second.second;
+          if (k > i) ids += ' ';
+          ids += std::to_string(lane[k].id);
+        }
+        const auto most = std::max_element(kinds.begin(), kinds.end(), [](const auto& a,
+                                                                           const auto& b) {
+          return a.second.first < b.second.first;
+        });
+        std::string title = std::to_string(j - i) + " tasks, each under a pixel wide:";
+        for (size_t k = 0; k < kinds.size(); ++k) {
+          title += k > 0 ? ", " : " ";
+          title += std::to_string(kinds[k].second.second);
+          title += ' ';
+          title += kinds[k].first.label;
+        }
+        title += ": " + fixed_number(start, 6) + " - " + fixed_number(group_end, 6) + " s";
+        svg.rect_with_title(kLeft + start * scale, lane_y, (group_end - start) * scale, h,
+                            most->first.fill, title, "data-tasks=\"" + ids + "\"");
+        i = j;
+      }
     }
   }
   svg.close_group();
@@ -173,14 +301,12 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   svg.text(kLeft + plot / 2, axis_y + 30, "time (s)", "middle", 11);
 
   // Legend.
-  legend.emplace_back("#f4dada", "idle (pipeline bubble or waiting for communication)");
-  double lx = kLeft;
-  for (const auto& [fill, label] : legend) {
-    const double w = 16 + 6.2 * static_cast<double>(label.size());
-    if (lx + w > width - kRight) break;
-    svg.rect(lx, legend_y - 9, 12, 10, fill);
-    svg.text(lx + 16, legend_y, label, "start", 10);
-    lx += w + 14;
+  for (size_t k = 0; k < legend.size(); ++k) {
+    const auto& [fill, label] = legend[k];
+    const double lx = legend_at[k].first;
+    const double ly = legend_y + kLegendRow * legend_at[k].second;
+    svg.rect(lx, ly - 9, 12, 10, fill);
+    svg.text(lx + 16, ly, label, "start", 10);
   }
 
   // Memory per stage over time.
@@ -265,24 +391,20 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
     for (const auto& [t, bytes] : c.points) {
       px.emplace_back(kLeft + t * scale, memory_bottom - bytes * mem_scale);
     }
+    const std::string dash = stage_dash(k);
     svg.polyline(px, kStagePalette[k % kStagePalette.size()], 1.2,
                  "data-stage=\"" + std::to_string(c.stage) + "\" data-peak-gib=\"" +
-                     fixed_number(c.peak / kGiB, 3) + "\"");
+                     fixed_number(c.peak / kGiB, 3) + "\"" + (dash.empty() ? "" : " " + dash));
   }
   svg.close_group();
-  double sx = kLeft;
-  const double legend2_y = memory_bottom + 46;
+  // Every stage, on as many rows as it takes.
   for (size_t k = 0; k < curves.size(); ++k) {
-    const std::string label = "stage " + std::to_string(curves[k].stage) + " peak " +
-                              fixed_number(curves[k].peak / kGiB, 1);
-    const double w = 20 + 5.6 * static_cast<double>(label.size());
-    if (sx + w > width - kRight) {
-      svg.text(sx, legend2_y, "...", "start", 10);
-      break;
-    }
-    svg.line(sx, legend2_y - 4, sx + 14, legend2_y - 4, kStagePalette[k % kStagePalette.size()], 2);
-    svg.text(sx + 18, legend2_y, label, "start", 10);
-    sx += w + 8;
+    const double sx = stage_at[k].first;
+    const double sy = legend2_y + kLegendRow * stage_at[k].second;
+    svg.line(sx, sy - 4, sx + 14, sy - 4, kStagePalette[k % kStagePalette.size()], 2,
+             stage_dash(k));
+    svg.text(sx + 18, sy, stage_label(curves[k].stage, curves[k].peak), "start", 10,
+             "class=\"stage-legend\"");
   }
   return svg.finish();
 }

@@ -17,11 +17,17 @@ namespace podsim::scenarios {
 // - under it, the memory of each stage's GPU over time: static memory
 //   (weights, gradients, optimizer states, runtime reserve, from the report)
 //   plus the tasks' allocations and frees, as simulate() counts the peak;
-//   the GPU's capacity dashed.
+//   the GPU's capacity dashed; every stage named in the legend, on as many
+//   rows as it takes (past ten stages the colours repeat with dashes).
 //
 // Every task bar carries data-task="ID" (its schedule task id); the chart
 // group carries data-x0 (pixels) and data-px-per-s, so x = x0 + start * scale
-// and width = (end - start) * scale, to two decimals.
+// and width = (end - start) * scale, to two decimals. Tasks of one lane
+// narrower than a pixel and less than a pixel apart are one bar (a long
+// pipeline's would be stripes): data-tasks="ID ID ...", from the first's
+// start to the last's end, in the fill of the kind with most of their time,
+// its title counting the tasks by kind; bars under 3 px lose the white edge
+// that parts wider neighbours.
 
 struct TimelineOptions {
   double width_px = 1200;

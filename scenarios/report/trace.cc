@@ -1,6 +1,8 @@
 #include "scenarios/report/trace.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -60,8 +62,25 @@ std::string micros(int64_t picoseconds) {
 
 int64_t ps_of(sim::Time t) { return t.ps(); }
 
-double exposed(const WorkCost& cost, strategies::Dim dim) {
-  return cost.exposed_comm_s[static_cast<size_t>(dim)];
+/// The trace track of an in-task collective's dimension, or kStreams for
+/// none (a dimension without its own track).
+size_t in_task_track(strategies::Dim dim) {
+  for (const auto& [d, stream] : kInTask) {
+    if (d == dim) return static_cast<size_t>(stream);
+  }
+  return strategies::kStreams;
+}
+
+/// Instances of one collective op drawn one by one; past this many in a
+/// task they are one event from the first's start to the last's end (a
+/// 100-layer stage would otherwise write thousands per task).
+constexpr int64_t kMaxInstancesDrawn = 64;
+
+/// Events one in-task collective op of a task takes.
+size_t events_of(const InTaskCollective& c) {
+  if (in_task_track(c.dim) == strategies::kStreams) return 0;
+  const int64_t n = c.repeats * c.count;
+  return n > kMaxInstancesDrawn ? 1 : static_cast<size_t>(n);
 }
 
 }  // namespace
@@ -75,8 +94,8 @@ TraceCounts trace_counts(const StepDetail& detail) {
   for (TaskId id = 0; id < s.tasks.size(); ++id) {
     const uint32_t ci = detail.timeline.task_cost[id];
     if (ci == StepTimeline::kNoCost) continue;
-    for (const auto& [dim, stream] : kInTask) {
-      c.in_task_events += exposed(detail.timeline.costs[ci], dim) > 0 ? 1 : 0;
+    for (const InTaskCollective& op : detail.timeline.costs[ci].collectives) {
+      c.in_task_events += events_of(op);
     }
   }
   return c;
@@ -130,18 +149,52 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
           ",\"dur\":" + micros(ps_of(tt.end) - ps_of(tt.start)) + ",\"args\":{" + args + "}");
     const uint32_t ci = tl.task_cost[id];
     if (ci == StepTimeline::kNoCost) continue;
-    for (const auto& [dim, stream] : kInTask) {
-      const double seconds = exposed(tl.costs[ci], dim);
-      if (seconds <= 0) continue;
-      const int64_t dur = sim::Time::from_seconds_ceil(seconds).ps();
-      const std::string_view track = kTrackNames[static_cast<size_t>(stream)];
-      event("\"name\":" + json_quote(std::string(track) + " in " + s.task_name(id)) +
-            ",\"cat\":\"in_task_collective\",\"ph\":\"X\",\"pid\":" + pid +
-            ",\"tid\":" + std::to_string(static_cast<int>(stream)) +
-            ",\"ts\":" + micros(ps_of(tt.start)) + ",\"dur\":" + micros(dur) +
-            ",\"args\":{\"exposed_s\":" + json_quote(fixed_number(seconds, 9)) +
-            ",\"note\":\"exposed time of the task's in-task collectives; their position inside "
-            "the task is not simulated\"}");
+    // The work's ops ran one after another as priced; the engine ran the
+    // task as one span (longer when the host or SMs held by transfers beside
+    // it slowed it), over which the sequence is spread evenly.
+    const WorkCost& cost = tl.costs[ci];
+    const int64_t begin_ps = ps_of(tt.start);
+    const int64_t end_ps = ps_of(tt.end);
+    const double stretch =
+        cost.sequence_s > 0 ? static_cast<double>(end_ps - begin_ps) * 1e-12 / cost.sequence_s : 1;
+    const strategies::Work& work = s.works[static_cast<size_t>(t.work)];
+    for (const InTaskCollective& c : cost.collectives) {
+      const size_t events = events_of(c);
+      if (events == 0) continue;
+      const std::string_view track = kTrackNames[in_task_track(c.dim)];
+      const std::string op_name = work.segments[c.segment].ops[c.op].name;
+      auto at = [&](int64_t instance) {
+        const double offset_s = c.start_s + static_cast<double>(instance / c.count) * c.repeat_s +
+                                static_cast<double>(instance % c.count) * c.step_s;
+        return std::min(end_ps, begin_ps + static_cast<int64_t>(std::llround(
+                                               offset_s * stretch * 1e12)));
+      };
+      auto draw = [&](int64_t first_instance, int64_t last_instance, const std::string& extra) {
+        const int64_t from = at(first_instance);
+        const int64_t to =
+            std::min(end_ps, at(last_instance) + sim::Time::from_seconds_ceil(c.time_s).ps());
+        event("\"name\":" + json_quote(std::string(track) + ": " + op_name) +
+              ",\"cat\":\"in_task_collective\",\"ph\":\"X\",\"pid\":" + pid +
+              ",\"tid\":" + std::to_string(in_task_track(c.dim)) + ",\"ts\":" + micros(from) +
+              ",\"dur\":" + micros(to - from) + ",\"args\":{\"task\":" +
+              json_quote(s.task_name(id)) + "," + extra + "}");
+      };
+      const int64_t instances = c.repeats * c.count;
+      const auto instances_d = static_cast<double>(instances);
+      if (events == 1 && instances > 1) {
+        draw(0, instances - 1,
+             "\"instances\":" + std::to_string(instances) +
+                 ",\"busy_s\":" + json_quote(fixed_number(c.time_s * instances_d, 9)) +
+                 ",\"exposed_s\":" + json_quote(fixed_number(c.exposed_s * instances_d, 9)) +
+                 ",\"note\":\"" + std::to_string(instances) +
+                 " instances, from the first's start to the last's end\"");
+        continue;
+      }
+      for (int64_t k = 0; k < instances; ++k) {
+        draw(k, k,
+             "\"instance\":" + std::to_string(k) +
+                 ",\"exposed_s\":" + json_quote(fixed_number(c.exposed_s, 9)));
+      }
     }
   }
   out << "\n]}\n";

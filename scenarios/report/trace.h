@@ -18,14 +18,19 @@ namespace podsim::scenarios {
 // - One complete ("X") event per task on its stream's track, named by
 //   Schedule::task_name, times in microseconds.
 // - In-task TP, CP and EP collectives are priced inside their compute task
-//   (step_simulation.h), not run as tasks: the TP/CP/EP track shows, for
-//   each compute task whose collectives of that dimension are exposed, one
-//   event as long as that exposed time, drawn from the task's start (where
-//   inside the task they fall is not simulated; the event says so).
+//   (step_simulation.h), not run as tasks of their own. The TP/CP/EP track
+//   shows each instance of each (one per layer and step, named
+//   "TP: <op name>") where the task's priced op sequence runs it: after the
+//   compute ops before it, beside the compute op it is paired with, as long
+//   as it takes alone on the fabric (args: its exposed part). The engine
+//   runs the task as one span, longer than the sequence when the host or
+//   the SMs that transfers beside it hold slow it; the sequence is spread
+//   evenly over that span. Past 64 instances of one op in a task, they are
+//   one event from the first's start to the last's end.
 
 /// Events the trace of `detail` holds: metadata (2 per process, 8 thread
-/// names per process) + one per task + one per (compute task, dimension)
-/// with exposed in-task communication.
+/// names per process) + one per task + one per in-task collective instance
+/// (or one per op of a task past 64 instances).
 struct TraceCounts {
   size_t processes = 0;
   size_t metadata_events = 0;

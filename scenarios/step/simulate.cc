@@ -203,6 +203,26 @@ std::vector<hwmodels::NcclCommunicator> nccl_communicators(
   return out;
 }
 
+/// GPUs of each switched NVLink domain a job of `gpus` uses: a job that spans
+/// several domains and does not fill them whole is placed in equal segments
+/// of whole nodes, one per domain -- the largest that divides the job -- as
+/// Slurm's block topology (--segment) places jobs on GB200 NVL72 racks and
+/// NVIDIA's MLPerf v5.1 configs do (SEGMENT 16 trays: 64 of a rack's 72
+/// GPUs; docs/research/hardware.md 3.1). Power-of-two parallel groups then
+/// stay inside a rack instead of straddling two.
+int64_t job_segment_gpus(const hwmodels::ClusterSpec& cluster, int64_t gpus) {
+  const int64_t domain = cluster.scale_up_domain();
+  const int64_t node = cluster.gpus_per_node;
+  if (cluster.scale_up.topology != hwmodels::ScaleUpTopology::kSwitch || node <= 0 ||
+      domain <= node || domain % node != 0 || gpus <= domain || gpus % domain == 0) {
+    return domain;
+  }
+  for (int64_t s = domain - node; s >= node; s -= node) {
+    if (gpus % s == 0) return s;
+  }
+  return domain;
+}
+
 std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& plan_problems) {
   std::vector<Problem> out;
   for (const auto& p : plan_problems) out.push_back({p.path, p.message, p.hint});
@@ -227,7 +247,9 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   Result<CalibratedHardware> hardware = calibrated_hardware(spec, options.profile_path);
   if (!hardware.ok()) return hardware.problems();
   const hwmodels::GpuModel& gpu = hardware.value().gpu;
-  const hwmodels::ClusterSpec& cluster = hardware.value().cluster;
+  hwmodels::ClusterSpec cluster = hardware.value().cluster;
+  const int64_t segment = job_segment_gpus(cluster, spec.gpus);
+  if (segment != cluster.scale_up_domain()) cluster.scale_up.domain = static_cast<int>(segment);
   // Only the job's GPUs (0..gpus-1) and what connects them are built.
   hwmodels::FabricOptions fabric_options;
   fabric_options.gpus = spec.gpus;
@@ -284,6 +306,14 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
 
   Report& report = detail.report;
   report.warnings = spec.warnings;  // the reader's remarks come first
+  if (const hwmodels::ClusterSpec& given = spec.cluster;
+      cluster.scale_up_domain() != given.scale_up_domain()) {
+    report.warnings.push_back(
+        "the job uses " + std::to_string(cluster.scale_up_domain()) + " GPUs of each " +
+        std::to_string(given.scale_up_domain()) +
+        "-GPU NVLink domain (equal segments of whole nodes, as Slurm's block topology places a "
+        "job that does not fill its domains); set cluster.scale_up.domain to choose otherwise");
+  }
   report.scenario = spec.name;
   report.gpus = spec.gpus;
   report.simulation_mode = mode == SimulationMode::kEveryRank ? "every_rank" : "symmetric";

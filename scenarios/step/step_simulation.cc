@@ -208,6 +208,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   // DualPipe's overlapped pair: its EP transfers run on their own SMs beside
   // the whole pair's compute, which loses that share of the SMs meanwhile.
   double beside = 0, beside_imbalance = 0, beside_share = 0;
+  std::vector<InTaskCollective> beside_collectives;
   std::array<std::vector<int64_t>, strategies::kGroupKinds> groups;
   auto group_of = [&](const strategies::CollectiveShape& c) -> const std::vector<int64_t>& {
     const GroupKind kind = in_work_group_kind(c);
@@ -217,10 +218,27 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   };
   const hwmodels::HostCost& host = pricer.host();
   double issue_s = 0;  // host time issuing the work's kernels
+  double sequence_s = 0;  // where the ops of the work are, one after another
+  double beside_at = 0;   // DualPipe's beside transfers, back to back
   for (size_t s = 0; s < w.segments.size(); ++s) {
     const strategies::Segment& seg = w.segments[s];
     const double repeat = static_cast<double>(seg.repeat);
     issue_s += segment_issue_s(host, seg);
+    double repeat_s = 0;  // where in one repeat of the segment
+    const size_t first_collective = cost.collectives.size();
+    auto place = [&](size_t op_index, const Op& comm, double step, double tx, double exposed) {
+      InTaskCollective c;
+      c.segment = static_cast<uint32_t>(s);
+      c.op = static_cast<uint32_t>(op_index);
+      c.dim = comm.collective.dim;
+      c.start_s = repeat_s;  // made absolute once the segment's repeat is priced
+      c.repeats = seg.repeat;
+      c.step_s = step;
+      c.count = comm.count;
+      c.time_s = tx;
+      c.exposed_s = exposed;
+      cost.collectives.push_back(c);
+    };
     // A collective paired with a compute op runs beside it, step by step:
     // each of the `count` steps lasts the longer of the two. While the NCCL
     // kernel runs it holds `share` of the SMs, so the compute op progresses
@@ -249,6 +267,8 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double share = pricer.comm_sm_share(comm.collective, group_of(comm.collective));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;
         const double exposed = std::max(0.0, tx - tc);
+        if (tx > 0) place(op.kind == OpKind::kCollective ? i : j, comm, tc + exposed, tx, exposed);
+        repeat_s += static_cast<double>(op.count) * (tc + exposed);
         add_op(cost, compute, count * tc, count * alone);
         cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] += count * exposed;
@@ -263,21 +283,44 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double tx = pricer.collective_time(op, group_of(op.collective));
         if (w.overlap_ep_comm && op.collective.dim == Dim::kEp) {
           // Beside the other half's compute (DualPipe's F&B), settled below.
+          if (tx > 0) {
+            InTaskCollective c;
+            c.segment = static_cast<uint32_t>(s);
+            c.op = static_cast<uint32_t>(i);
+            c.dim = Dim::kEp;
+            c.start_s = beside_at;
+            c.step_s = tx;
+            c.count = op.count * seg.repeat;
+            c.time_s = tx;
+            beside_collectives.push_back(c);
+            beside_at += count * tx;
+          }
           beside += count * tx;
           beside_imbalance += count * tx * (1 - 1 / std::max(1.0, op.imbalance));
           beside_share =
               std::max(beside_share, pricer.comm_sm_share(op.collective, group_of(op.collective)));
           continue;
         }
+        if (tx > 0) place(i, op, tx, tx, tx);
+        repeat_s += static_cast<double>(op.count) * tx;
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
         add_moe(cost, op, count * tx, count * tx * (1 - 1 / std::max(1.0, op.imbalance)));
       } else {
         const double t = count * slowdown * pricer.op_time(work, s, i);
+        repeat_s += static_cast<double>(op.count) * slowdown * pricer.op_time(work, s, i);
         add_op(cost, op, t, t);
         add_moe(cost, op, t, count * slowdown * pricer.imbalance_time(work, s, i));
       }
     }
+    for (size_t c = first_collective; c < cost.collectives.size(); ++c) {
+      cost.collectives[c].start_s += sequence_s;
+      cost.collectives[c].repeat_s = repeat_s;
+    }
+    sequence_s += repeat * repeat_s;
   }
+  cost.sequence_s = sequence_s;
+  cost.collectives.insert(cost.collectives.end(), beside_collectives.begin(),
+                          beside_collectives.end());
   if (beside > 0) {
     const double alone = cost.compute_s + cost.recompute_s;
     const double stretched = alone + beside_share * std::min(beside, alone / (1.0 - beside_share));

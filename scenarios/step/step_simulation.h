@@ -43,6 +43,23 @@ namespace podsim::scenarios {
 //
 // Rank r runs on GPU r of the cluster.
 
+/// Where one in-task collective op runs inside its work, as priced: the
+/// work's ops run in order (a paired collective beside its compute op), so
+/// instance k of repeat r of the op's segment starts
+/// `start_s + r * repeat_s + k * step_s` into the work's op sequence.
+struct InTaskCollective {
+  uint32_t segment = 0;  ///< the op: Work::segments[segment].ops[op]
+  uint32_t op = 0;
+  strategies::Dim dim = strategies::Dim::kTp;
+  double start_s = 0;   ///< the first instance, from the start of the sequence
+  double repeat_s = 0;  ///< one repeat of its segment (a layer)
+  int64_t repeats = 1;
+  double step_s = 0;  ///< from one of its `count` instances to the next
+  int64_t count = 1;
+  double time_s = 0;     ///< one instance, priced alone on the fabric
+  double exposed_s = 0;  ///< of one instance: not hidden under compute
+};
+
 /// What one work costs on one rank's compute stream, seconds.
 struct WorkCost {
   double duration_s = 0;   ///< the task's time on the compute stream
@@ -71,6 +88,13 @@ struct WorkCost {
   /// Part of duration_s the GPU waits for the host (issue longer than the
   /// kernels, or serialised after a synchronisation).
   double host_idle_s = 0;
+  /// The ops one after another, as priced: compute + recompute + optimizer
+  /// + exposed in-task communication before DualPipe's overlap stretches
+  /// the compute (the positions of `collectives` are in this time).
+  double sequence_s = 0;
+  /// Every in-task collective op with its place in the sequence (those
+  /// DualPipe runs beside the other half's compute: back to back from 0).
+  std::vector<InTaskCollective> collectives;
 };
 
 struct TaskTime {

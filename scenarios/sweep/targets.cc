@@ -9,6 +9,7 @@
 #include "hwmodels/fabric.h"
 #include "scenarios/input/presets.h"
 #include "scenarios/input/reader.h"
+#include "scenarios/input/suggest.h"
 #include "scenarios/sweep/hardware_facts.h"
 
 namespace podsim::scenarios {
@@ -38,15 +39,39 @@ std::optional<int> fewest_slices(hwmodels::ClusterSpec cluster) {
 
 }  // namespace
 
-Result<SweepHardware> sweep_hardware_preset(const std::string& name) {
+Result<SweepHardware> sweep_hardware_preset(const std::string& given) {
   const PresetLibrary& presets = builtin_presets();
+  const std::vector<std::string> gpu_names = presets.names("gpus");
+  const std::vector<std::string> cluster_names = presets.names("clusters");
+  // A name of either kind as it is; else a GPU's prefix or common name
+  // ("h100", "H100 SXM"), else a cluster's.
+  std::string name = given;
+  if (presets.find("clusters", given) == nullptr && presets.find("gpus", given) == nullptr) {
+    const NameMatch gpu = match_name(given, gpu_names);
+    const NameMatch cluster =
+        gpu.name.empty() && gpu.ambiguous.empty() ? match_name(given, cluster_names) : NameMatch{};
+    name = !gpu.name.empty() ? gpu.name : cluster.name;
+    if (name.empty()) {
+      const std::vector<std::string>& several =
+          gpu.ambiguous.empty() ? cluster.ambiguous : gpu.ambiguous;
+      std::vector<std::string> all = gpu_names;
+      all.insert(all.end(), cluster_names.begin(), cluster_names.end());
+      const std::string guess = closest_match(given, all);
+      return std::vector<Problem>{
+          {"/sweep/gpu-types", "unknown GPU or cluster preset " + quote_for_message(given),
+           !several.empty()  ? quote_for_message(given) + " could be " + join_list(several, 40) + ": give more of the name"
+           : !guess.empty() ? "did you mean '" + guess + "'?"
+                            : "GPU presets: " + join_names(gpu_names) +
+                                  "; cluster presets: " + join_names(cluster_names)}};
+    }
+  }
   if (presets.find("clusters", name) != nullptr) {
     Result<hwmodels::ClusterSpec> c = read_cluster_json(nlohmann::json(name));
     if (!c.ok()) return c.problems();
     return SweepHardware{name, c.value().gpu, c.value()};
   }
   // A GPU preset: any cluster preset carries the GPU key; only the GPU is kept.
-  const std::vector<std::string> clusters = presets.names("clusters");
+  const std::vector<std::string>& clusters = cluster_names;
   if (clusters.empty()) {
     return std::vector<Problem>{{"/sweep/gpu", "no cluster presets are built in", ""}};
   }

@@ -40,9 +40,11 @@ struct SweepHardware {
 };
 
 /// A GPU preset ("b200") read as a cluster's "gpu" key would be, or a
-/// cluster preset ("gb200-nvl72"): problems under "/sweep/gpu-types" say
-/// what is wrong (with the preset names to choose from).
-Result<SweepHardware> sweep_hardware_preset(const std::string& name);
+/// cluster preset ("gb200-nvl72"), named in full or by a unique prefix or
+/// common name ("h100", "H100 SXM": match_name, GPUs before clusters; the
+/// result carries the full name): problems under "/sweep/gpu-types" say what
+/// is wrong (with the preset names to choose from).
+Result<SweepHardware> sweep_hardware_preset(const std::string& given);
 
 /// The scenario's cluster with `gpus` GPUs (nodes = gpus / gpus_per_node)
 /// and `hardware`'s GPU (nullopt: the scenario's own), or `hardware`'s

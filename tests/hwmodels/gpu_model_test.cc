@@ -410,3 +410,27 @@ TEST(MemoryModel, OutsideTheAllocatorIsTheContextAndNcclBuffersPerCommunicator) 
 
 }  // namespace
 }  // namespace podsim::hwmodels
+
+namespace podsim::hwmodels {
+namespace {
+
+TEST(KernelEfficiencyDefaults, Fp4SustainsWhatNvfp4MeasuredOverMxfp8) {
+  // A Blackwell Ultra part: fp8 4.5, dense NVFP4 13.5 PFLOP/s.
+  GpuSpec g = testing::h100();
+  g.name = "B300";
+  g.sms = 148;
+  testing::set_peak(g, sim::NumberFormat::kBf16, 2250e12);
+  testing::set_peak(g, sim::NumberFormat::kFp8, 4500e12);
+  testing::set_peak(g, sim::NumberFormat::kFp4, 13500e12);
+  const KernelEfficiency p = default_kernel_efficiency(g);
+  const double fp8 = p.plateau(sim::NumberFormat::kFp8) * g.peak(sim::NumberFormat::kFp8);
+  const double fp4 = p.plateau(sim::NumberFormat::kFp4) * g.peak(sim::NumberFormat::kFp4);
+  // TE gemm_profiling on B300: NVFP4 3.764 ms against MXFP8 7.161 ms.
+  EXPECT_NEAR(fp4 / fp8, 7.161 / 3.764, 1e-9);
+  EXPECT_TRUE(validate(p, g).empty());
+  // Without an fp4 rate the format is unsupported.
+  EXPECT_EQ(default_kernel_efficiency(testing::h100()).plateau(sim::NumberFormat::kFp4), 0.0);
+}
+
+}  // namespace
+}  // namespace podsim::hwmodels

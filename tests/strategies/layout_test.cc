@@ -137,6 +137,37 @@ TEST(Layers, UnevenStagesLightenTheEnds) {
   EXPECT_EQ(chunk_layer_counts(job), (std::vector<int64_t>{3, 3, 3, 4, 4, 4, 3, 3}));
 }
 
+TEST(Layers, StageChunksAreTheModelChunksOfTheirStage) {
+  // stage_chunks builds only its stage's chunks; they must be model_chunks'
+  // of that stage, in virtual order, covering every layer once.
+  Job job = testing::preset_job("llama3-405b", 8192, 16);
+  job.plan.pp = 16;
+  for (const int64_t v : {1, 2, 4}) {
+    job.plan.virtual_stages = v;
+    job.plan.schedule =
+        v > 1 ? PipelineSchedule::kInterleavedOneFOneB : PipelineSchedule::kOneFOneB;
+    const std::vector<ChunkInfo> all = model_chunks(job);
+    int64_t layers = 0;
+    for (int64_t s = 0; s < job.plan.pp; ++s) {
+      const std::vector<ChunkInfo> mine = stage_chunks(job, s);
+      ASSERT_EQ(static_cast<int64_t>(mine.size()), v);
+      for (int64_t i = 0; i < v; ++i) {
+        const ChunkInfo& c = mine[static_cast<size_t>(i)];
+        const ChunkInfo& expected = all[static_cast<size_t>(i * job.plan.pp + s)];
+        EXPECT_EQ(c.model_chunk, expected.model_chunk);
+        EXPECT_EQ(c.stage, s);
+        EXPECT_EQ(c.virtual_index, i);
+        EXPECT_EQ(c.layer_begin, expected.layer_begin);
+        EXPECT_EQ(c.layer_end, expected.layer_end);
+        EXPECT_EQ(c.has_embedding, expected.has_embedding);
+        EXPECT_EQ(c.has_head, expected.has_head);
+        layers += c.layer_end - c.layer_begin;
+      }
+    }
+    EXPECT_EQ(layers, job.model.layers) << "v " << v;
+  }
+}
+
 TEST(Validate, VirtualStagesNeedPipelineParallelism) {
   // With pp = 1 the chunks would send to their own GPU ("GPU 0 appears
   // twice in the group" deep in the collective planner).

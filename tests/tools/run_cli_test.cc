@@ -72,5 +72,27 @@ TEST(RunCli, BadRunKeysExitTwoNamingThePath) {
   EXPECT_TRUE(r.out.empty());
 }
 
+TEST(RunCli, RequireFitExitsFiveWhenThePlanDoesNotFitAndPrintsTheSameReport) {
+  // Plain replicated Adam holds 16 bytes per parameter: 128 GB for 8B
+  // parameters, more than an H100's 80 GB (the example's notes).
+  std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/scenarios/examples/llama3-8b-dp.json");
+  json scenario = json::parse(in);
+  scenario["parallelism"]["zero"] = 0;
+  const std::string too_big = ::testing::TempDir() + "/run_zero0.json";
+  std::ofstream(too_big, std::ios::binary) << scenario.dump();
+  const RunResult plain = run_podsim({"run", too_big, "--json"}, 120);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_FALSE(json::parse(plain.out)["memory"]["fits"].get<bool>());
+  const RunResult required = run_podsim({"run", too_big, "--json", "--require-fit"}, 120);
+  EXPECT_EQ(required.exit_code, 5) << required.err;
+  EXPECT_EQ(required.out, plain.out);
+  EXPECT_NE(required.err.find("the plan does not fit"), std::string::npos) << required.err;
+
+  const std::string fits = std::string(PODSIM_SOURCE_DIR) + "/scenarios/examples/llama3-8b-dp.json";
+  const RunResult ok = run_podsim({"run", fits, "--require-fit"}, 120);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(ok.err.empty()) << ok.err;
+}
+
 }  // namespace
 }  // namespace podsim::tools_test

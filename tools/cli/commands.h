@@ -16,6 +16,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;  ///< a bug or resource failure (caught at main)
 inline constexpr int kExitBadInput = 2;  ///< bad arguments or input; every problem printed
 inline constexpr int kExitNoDevice = 3;  ///< no CUDA device (calibrate / execute)
+// 4: calibrate wrote a profile but some benchmarks failed; execute: a check failed.
+inline constexpr int kExitDoesNotFit = 5;  ///< run --require-fit: the plan does not fit in memory
 
 /// Where a command writes: standard output for results, standard error for
 /// problems and diagnostics.
@@ -51,6 +53,11 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io);
 /// excerpt (the input line with a caret under the fault), if it has one.
 void print_problems(std::ostream& err, std::string_view label,
                     const std::vector<scenarios::Problem>& problems);
+
+/// Prints each remark on the input (ScenarioSpec::input_warnings) as
+/// "podsim: <label>: warning: /path: message (hint)"; the command goes on.
+void print_input_warnings(std::ostream& err, std::string_view label,
+                          const std::vector<scenarios::Problem>& warnings);
 
 /// Parses a subcommand's arguments. Prints the help ("--help"/"-h") to
 /// `io.out` and returns kExitOk, or prints a usage error to `io.err` and

@@ -15,6 +15,13 @@ void print_problems(std::ostream& err, std::string_view label,
   }
 }
 
+void print_input_warnings(std::ostream& err, std::string_view label,
+                          const std::vector<scenarios::Problem>& warnings) {
+  for (const scenarios::Problem& warning : warnings) {
+    err << "podsim: " << label << ": warning: " << warning.to_string() << "\n";
+  }
+}
+
 std::optional<std::string> option_with_empty_value(const po::variables_map& values,
                                                    const po::options_description& options) {
   for (const auto& [name, value] : values) {

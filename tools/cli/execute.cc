@@ -150,6 +150,7 @@ int execute_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(io.err, o.file, spec.problems());
     return kExitBadInput;
   }
+  print_input_warnings(io.err, o.file, spec.value().input_warnings);
   const scenarios::Result<scenarios::CalibratedHardware> gpu =
       scenarios::calibrated_hardware(spec.value(), profile);
   if (!gpu.ok()) {

@@ -47,7 +47,8 @@ void print_usage(std::ostream& out) {
   out << "\n'podsim <command> --help' shows a command's options.\n"
          "Exit status: 0 ok, 1 internal error, 2 bad input (every problem on stderr), "
          "3 no CUDA device,\n"
-         "4 calibrate: profile written but some benchmarks failed; execute: a check failed.\n";
+         "4 calibrate: profile written but some benchmarks failed; execute: a check failed,\n"
+         "5 run --require-fit: the plan does not fit in GPU memory (the report is printed).\n";
 }
 
 int dispatch(const std::vector<std::string>& args, CommandIo& io) {

@@ -1,8 +1,10 @@
 // podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] [--timeline FILE]
+//            [--require-fit]
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "scenarios/input/quantity.h"
 #include "scenarios/input/reader.h"
 #include "scenarios/report/report_format.h"
 #include "scenarios/report/run_report_format.h"
@@ -25,12 +27,14 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
       "trace", po::value<std::string>()->value_name("FILE"),
       "also write the step as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev)")(
       "timeline", po::value<std::string>()->value_name("FILE"),
-      "also write the pipeline schedule and memory over time as an SVG picture");
+      "also write the pipeline schedule and memory over time as an SVG picture")(
+      "require-fit",
+      "exit with status 5 (after the same report) when the plan does not fit in GPU memory");
   po::variables_map values;
   if (const std::optional<int> status = parse_file_arguments(
           "run",
           "podsim run [FILE] [--json] [--every-rank] [--profile FILE] [--trace FILE] "
-          "[--timeline FILE]",
+          "[--timeline FILE] [--require-fit]",
           "Simulates one optimizer step of the scenario in FILE (scenario-format.md) and prints "
           "the report. Without FILE, runs the built-in default: Llama 3 405B on 16,384 H100 of "
           "the llama3-24k cluster (TP8 CP1 PP16 DP128, seq 8192).",
@@ -47,6 +51,7 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(io.err, label, spec.problems());
     return kExitBadInput;
   }
+  print_input_warnings(io.err, label, spec.value().input_warnings);
 
   scenarios::SimulateOptions options;
   if (values.count("every-rank") != 0) options.mode = scenarios::SimulationMode::kEveryRank;
@@ -91,10 +96,19 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
   }
   const scenarios::Report& result = report.value();
   const bool json = values.count("json") != 0;
+  // The report is printed either way; only the status says "does not fit".
+  auto fit_status = [&] {
+    if (values.count("require-fit") == 0 || result.memory_fits) return kExitOk;
+    io.err << "podsim run: " << label << ": the plan does not fit: "
+           << scenarios::format_bytes(result.memory_device_peak_bytes) << " of "
+           << scenarios::format_bytes(result.memory_capacity_bytes)
+           << " per GPU at the peak (--require-fit)\n";
+    return kExitDoesNotFit;
+  };
   const std::optional<double> tokens = spec.value().run.tokens;
   if (!tokens) {
     io.out << (json ? scenarios::report_json_text(result) : scenarios::format_report_text(result));
-    return kExitOk;
+    return fit_status();
   }
   // A token budget: the whole run above the step.
   scenarios::Result<scenarios::RunReport> run =
@@ -111,7 +125,7 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
     io.out << scenarios::format_report_text(result) << "\n"
            << scenarios::format_run_report_text(run.value());
   }
-  return kExitOk;
+  return fit_status();
 }
 
 }  // namespace podsim::cli

@@ -255,7 +255,8 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   visible.add_options()("gpus", po::value<std::string>()->value_name("N,..."),
                         "GPU counts to try (default: the scenario's)")(
       "gpu-types", po::value<std::string>()->value_name("NAME,..."),
-      "GPU presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200 (default: the scenario's)")(
+      "GPU or cluster presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200; a unique prefix or "
+      "common name will do (h100,h200,b200) (default: the scenario's)")(
       "top", po::value<int64_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
       "tokens", po::value<double>()->value_name("N"),
@@ -324,6 +325,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     return kExitBadInput;
   }
   const scenarios::ScenarioSpec& scenario = read.value();
+  print_input_warnings(out_io.err, label, scenario.input_warnings);
   for (const scenarios::Problem& p : scenario.plan_problems) {
     out_io.err << "podsim sweep: warning: " << label << ": the scenario's own plan is invalid ("
                << p.to_string() << "); it is left out and the other plans are swept\n";
@@ -351,7 +353,11 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     for (const std::string& name : names) {
       scenarios::Result<scenarios::SweepHardware> gpu = scenarios::sweep_hardware_preset(name);
       if (gpu.ok()) {
-        gpus.emplace_back(gpu.value());
+        // "h100,H100 SXM" name one preset: sweep it once.
+        const bool repeated = std::any_of(gpus.begin(), gpus.end(), [&](const auto& g) {
+          return g && g->name == gpu.value().name;
+        });
+        if (!repeated) gpus.emplace_back(gpu.value());
       } else {
         problems.insert(problems.end(), gpu.problems().begin(), gpu.problems().end());
       }

@@ -254,7 +254,7 @@ TEST(Reader, DidYouMean) {
   json scenario = base_scenario();
   scenario["parallelism"]["sequence_paralel"] = true;
   scenario["model"] = "lama3-70b";
-  scenario["cluster"]["base"] = "llama3-24";
+  scenario["cluster"]["base"] = "llama3-42k";  // ("llama3-24" is a unique prefix: that preset)
   scenario["parallelism"]["pipeline"] = {{"schedule", "interleaved"}};
   const std::vector<Problem> problems = problems_of(scenario);
   EXPECT_TRUE(
@@ -699,9 +699,77 @@ TEST(Reader, ClusterAlone) {
   ASSERT_TRUE(merged.ok()) << problems_text(merged.problems());
   EXPECT_EQ(merged.value().nodes, 4);
   EXPECT_EQ(merged.value().gpu.name, "b200");
-  const Result<hwmodels::ClusterSpec> bad = read_cluster_json(json("llama-24k"));
+  // ("llama-24k" begins the words of llama3-24k: it is that preset.)
+  const Result<hwmodels::ClusterSpec> bad = read_cluster_json(json("lama3-24k"));
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(has_problem(bad.problems(), "/cluster", "did you mean 'llama3-24k'"));
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
+
+namespace podsim::scenarios {
+namespace {
+
+using nlohmann::json;
+using testing::base_scenario;
+using testing::has_problem;
+using testing::read;
+using testing::read_ok;
+
+TEST(Reader, PrecisionRecipesAndFp4) {
+  json scenario = base_scenario();
+  scenario["training"]["precision"] = "fp8";
+  scenario["training"]["precision_recipe"] = "tensorwise";
+  const ScenarioSpec fp8 = read_ok(scenario);
+  EXPECT_EQ(fp8.training.recipe, strategies::PrecisionRecipe::kTensorwise);
+  EXPECT_TRUE(fp8.warnings.empty());
+  // A recipe of another format is refused at the recipe.
+  scenario["training"]["precision_recipe"] = "nvfp4";
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/training/precision_recipe", "fp4"));
+  // MXFP8 needs block-scaled tensor cores: not an H100.
+  scenario["training"]["precision_recipe"] = "mxfp8";
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/training/precision_recipe", "Blackwell"));
+  // fp4 on an H100: refused, naming the GPUs that have it.
+  scenario["training"]["precision"] = "fp4";
+  scenario["training"].erase("precision_recipe");
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/training/precision", "b200"));
+  // On a B200 it reads, with NVFP4 as its recipe.
+  scenario["cluster"] = {{"base", "dgx-b200"}, {"nodes", 8}};
+  const ScenarioSpec fp4 = read_ok(scenario);
+  EXPECT_EQ(fp4.training.precision, sim::NumberFormat::kFp4);
+  EXPECT_EQ(fp4.training.recipe, strategies::PrecisionRecipe::kNvfp4);
+  EXPECT_GT(fp4.cluster.gpu.peak(sim::NumberFormat::kFp4), 0);
+}
+
+TEST(Reader, AsymEmbedLossLayoutAndOffload) {
+  json scenario = base_scenario();
+  scenario["model"] = "llama3-405b";
+  scenario["cluster"]["nodes"] = 32;
+  scenario["training"]["global_batch"] = 256;
+  scenario["parallelism"] = {
+      {"dp", 4},
+      {"tp", 8},
+      {"pp", 8},
+      {"pipeline",
+       {{"schedule", "interleaved_1f1b"}, {"virtual_stages", 8}, {"layout", "asym-embed-loss"}}}};
+  const ScenarioSpec s = read_ok(scenario);
+  ASSERT_EQ(s.plan.layout.size(), 64u);
+  EXPECT_TRUE(s.plan.layout.front().embedding);
+  EXPECT_EQ(s.plan.layout.front().layers, 1);
+  EXPECT_EQ(s.plan.layout[5].layers, 2);
+  scenario["parallelism"]["pipeline"]["virtual_stages"] = 5;
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/parallelism/pipeline/layout", "128"));
+  // An offload list is MaxText's remat policy: selective, no warning.
+  json offload = base_scenario();
+  offload["parallelism"]["activation_offload"] = {"decoder_layer_input", "mlpwi"};
+  const ScenarioSpec o = read_ok(offload);
+  EXPECT_EQ(o.plan.recompute.mode, strategies::RecomputeMode::kSelective);
+  EXPECT_EQ(o.plan.activation_offload,
+            strategies::offload_bit(strategies::OffloadTensor::kDecoderLayerInput) |
+                strategies::offload_bit(strategies::OffloadTensor::kMlpWi0) |
+                strategies::offload_bit(strategies::OffloadTensor::kMlpWi1));
+  EXPECT_TRUE(o.warnings.empty());
 }
 
 }  // namespace

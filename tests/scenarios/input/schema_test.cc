@@ -170,7 +170,8 @@ TEST(Schema, ContractEnumsAndDefaults) {
   EXPECT_EQ(allowed_values(*find_decl(scenario_keys(), "/parallelism/context/algorithm")),
             (std::vector<std::string>{"ring", "ulysses", "all_gather"}));
   EXPECT_EQ(allowed_values(*find_decl(scenario_keys(), "/training/precision")),
-            (std::vector<std::string>{"bf16", "fp16", "fp8", "int8", "fp32"}));
+            (std::vector<std::string>{"bf16", "fp16", "fp8", "fp4", "int8",
+                                      "fp32"}));  // 1.2 adds fp4 and int8
   EXPECT_EQ(
       std::get<std::string>(declared_default(*find_decl(scenario_keys(), "/parallelism/order"))),
       "tp-cp-ep-dp-pp");

@@ -9,6 +9,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
+#include <vector>
 #include <string>
 
 #include "hwmodels/memory_model.h"
@@ -103,6 +105,69 @@ TEST(StepTrace, OneProcessPerGpuOneTrackPerStreamOneEventPerTask) {
   EXPECT_GT(checked, s.tasks.size() / 2);
 }
 
+TEST(StepTrace, InTaskCollectivesSitWhereTheTasksOpSequenceRanThem) {
+  const StepDetail d = pipeline_step();
+  const strategies::Schedule& s = d.schedule;
+  const nlohmann::json trace = nlohmann::json::parse(chrome_trace_json(d));
+  // TP events by task name, in the order written (instance order).
+  std::map<std::string, std::vector<const nlohmann::json*>> tp_events;
+  for (const nlohmann::json& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "X" && e.at("cat") == "in_task_collective" && e.at("tid") == 1) {
+      tp_events[e.at("args").at("task").get<std::string>()].push_back(&e);
+    }
+  }
+  size_t checked = 0, forwards = 0;
+  for (strategies::TaskId id = 0; id < s.tasks.size(); ++id) {
+    const uint32_t ci = d.timeline.task_cost[id];
+    if (ci == StepTimeline::kNoCost) continue;
+    const WorkCost& cost = d.timeline.costs[ci];
+    // The sequence the positions are in is the work's priced time.
+    double parts = cost.compute_s + cost.recompute_s + cost.optimizer_s;
+    for (const double e : cost.exposed_comm_s) parts += e;
+    ASSERT_NEAR(cost.sequence_s, parts, 1e-9 * parts) << s.task_name(id);
+    const auto found = tp_events.find(s.task_name(id));
+    if (found == tp_events.end()) continue;
+    const std::vector<const nlohmann::json*>& events = found->second;
+    const double start_us = d.timeline.tasks[id].start.seconds() * 1e6;
+    const double end_us = d.timeline.tasks[id].end.seconds() * 1e6;
+    const double stretch = (end_us - start_us) * 1e-6 / cost.sequence_s;
+    const InTaskCollective* first = nullptr;
+    for (const InTaskCollective& c : cost.collectives) {
+      if (c.dim == strategies::Dim::kTp && (first == nullptr || c.start_s < first->start_s)) {
+        first = &c;
+      }
+    }
+    ASSERT_NE(first, nullptr);
+    // A forward's first TP collective runs after the compute before it (the
+    // first layer's input norm, the embedding), not at the task's start.
+    const bool forward = s.tasks[id].kind == strategies::TaskKind::kForward;
+    if (forward) {
+      EXPECT_GT(first->start_s, 0) << s.task_name(id);
+    }
+    double first_ts = events.front()->at("ts").get<double>();
+    double exposed = 0;
+    for (const nlohmann::json* e : events) {
+      const double ts = e->at("ts").get<double>();
+      first_ts = std::min(first_ts, ts);
+      EXPECT_GE(ts, start_us - 1e-6);
+      EXPECT_LE(ts + e->at("dur").get<double>(), end_us + 1e-6);
+      exposed += std::stod(e->at("args").at("exposed_s").get<std::string>());
+    }
+    if (forward) {
+      EXPECT_GT(first_ts, start_us + 1e-3) << s.task_name(id);
+      ++forwards;
+    }
+    EXPECT_NEAR(first_ts, start_us + first->start_s * stretch * 1e6, 2e-6) << s.task_name(id);
+    // Together the instances expose what the report books for the task.
+    const double booked = cost.exposed_comm_s[static_cast<size_t>(strategies::Dim::kTp)];
+    EXPECT_NEAR(exposed, booked, 1e-9 * static_cast<double>(events.size()) + 1e-6 * booked)
+        << s.task_name(id);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10u);
+  EXPECT_GT(forwards, 5u);
+}
+
 TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
   const StepDetail d = pipeline_step();
   const strategies::Schedule& s = d.schedule;
@@ -110,6 +175,8 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
   double x0 = -1, scale = -1;
   std::map<int64_t, std::pair<double, double>> bars;  // task -> x, width
   size_t idle = 0;
+  // Tasks under a pixel wide drawn as one bar: their ids, x, width.
+  std::vector<std::pair<std::vector<strategies::TaskId>, std::pair<double, double>>> groups;
   std::map<int64_t, double> peak_gib;
   const std::string problem =
       xml_problem(svg, [&](const std::string& name, const XmlAttributes& a) {
@@ -120,6 +187,12 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
         if (name == "rect" && a.count("data-task") != 0) {
           bars[std::stoll(a.at("data-task"))] = {std::stod(a.at("x")), std::stod(a.at("width"))};
         }
+        if (name == "rect" && a.count("data-tasks") != 0) {
+          std::vector<strategies::TaskId> ids;
+          std::istringstream in(a.at("data-tasks"));
+          for (strategies::TaskId id = 0; in >> id;) ids.push_back(id);
+          groups.push_back({std::move(ids), {std::stod(a.at("x")), std::stod(a.at("width"))}});
+        }
         if (name == "rect" && a.count("class") != 0 && a.at("class") == "idle") ++idle;
         if (name == "polyline" && a.count("data-stage") != 0) {
           peak_gib[std::stoll(a.at("data-stage"))] = std::stod(a.at("data-peak-gib"));
@@ -127,9 +200,26 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
       });
   ASSERT_EQ(problem, "");
   ASSERT_GT(scale, 0);
-  EXPECT_EQ(bars.size(), s.tasks.size());
+  // Each group spans its tasks, each of them under a pixel wide.
+  for (const auto& [ids, bar] : groups) {
+    ASSERT_GE(ids.size(), 2u);
+    double first = 1e300, last = -1e300;
+    for (const strategies::TaskId id : ids) {
+      EXPECT_EQ(bars.count(id), 0u) << s.task_name(id);
+      bars[id] = {-1, -1};  // accounted for
+      const double start = d.timeline.tasks[id].start.seconds();
+      const double end = d.timeline.tasks[id].end.seconds();
+      EXPECT_LT((end - start) * scale, 1) << s.task_name(id);
+      first = std::min(first, start);
+      last = std::max(last, end);
+    }
+    EXPECT_NEAR(bar.first, x0 + first * scale, 0.0051);
+    EXPECT_NEAR(bar.second, (last - first) * scale, 0.0051);
+  }
+  EXPECT_EQ(bars.size(), s.tasks.size());  // every task drawn, alone or in a group
   for (strategies::TaskId id = 0; id < s.tasks.size(); ++id) {
     ASSERT_EQ(bars.count(id), 1u) << s.task_name(id);
+    if (bars[id].first < 0) continue;  // in a group
     const double start = d.timeline.tasks[id].start.seconds();
     const double end = d.timeline.tasks[id].end.seconds();
     // Two decimals in the file.
@@ -150,6 +240,42 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
     const double live = m.weights + m.grads + m.optimizer + m.activations + m.temporaries;
     EXPECT_NEAR(peak_gib[m.stage], (live - workspaces) / (1024.0 * 1024 * 1024), 0.0006) << m.stage;
   }
+}
+
+TEST(StepTimeline, ALongNarrowPipelineNamesEveryStageAndDrawsNoStripes) {
+  // 8 stages, 512 micro-batches, 400 px: thousands of tasks a quarter of a
+  // pixel wide, and a memory legend of 8 entries in 256 px.
+  const ScenarioSpec spec =
+      read_ok(small_scenario(1, 8, R"({"pp": 8})", "\"h100-sxm-80g\"", 512));
+  Result<StepDetail> detail = simulate_detailed(spec);
+  ASSERT_TRUE(detail.ok());
+  const StepDetail& d = detail.value();
+  const std::string svg = timeline_svg(d, {.width_px = 400});
+  size_t stage_labels = 0, bars = 0, drawn_tasks = 0;
+  const std::string problem =
+      xml_problem(svg, [&](const std::string& name, const XmlAttributes& a) {
+        if (name == "rect" && a.count("data-task") != 0) {
+          ++bars;
+          ++drawn_tasks;
+        }
+        if (name == "rect" && a.count("data-tasks") != 0) {
+          ++bars;
+          std::istringstream in(a.at("data-tasks"));
+          for (int64_t id = 0; in >> id;) ++drawn_tasks;
+        }
+        if (name == "text" && a.count("class") != 0 && a.at("class") == "stage-legend") {
+          ++stage_labels;
+        }
+      });
+  ASSERT_EQ(problem, "");
+  EXPECT_EQ(svg.find(">...<"), std::string::npos);  // no legend cut short
+  EXPECT_EQ(stage_labels, 8u);
+  for (int stage = 0; stage < 8; ++stage) {
+    EXPECT_NE(svg.find(">stage " + std::to_string(stage) + " peak "), std::string::npos) << stage;
+  }
+  // Every task is drawn, in far fewer bars than tasks.
+  EXPECT_EQ(drawn_tasks, d.schedule.tasks.size());
+  EXPECT_LT(bars * 10, d.schedule.tasks.size()) << bars;
 }
 
 TEST(SweepReport, HtmlIsSelfContainedAndJsonHasTheContractKeys) {

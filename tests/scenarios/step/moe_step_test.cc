@@ -117,3 +117,35 @@ TEST(MoeStep, ImbalanceNeverSpeedsAStepUpAndTheBreakdownNamesTheMoeParts) {
 
 }  // namespace
 }  // namespace podsim::scenarios
+
+namespace podsim::scenarios {
+namespace {
+
+TEST(MoeStep, AJobThatDoesNotFillItsRacksIsPlacedInEqualSegments) {
+  // 128 GPUs with EP 64 on NVL72 racks: in 64-GPU segments (one per rack) the
+  // all-to-alls stay on NVLink; packed, the second EP group straddles two
+  // racks. The same scenario with the domain set to 64 is what placement gives.
+  const std::string base = R"({
+    "model": {"layers": 4, "hidden": 2048, "ffn_hidden": 6144, "heads": 16, "kv_heads": 4,
+              "head_dim": 128, "vocab": 32000, "mlp": "swiglu", "norm": "rmsnorm",
+              "moe": {"experts": 64, "top_k": 8, "ffn_hidden": 768, "load_balance": "forced"}},
+    "training": {"seq_len": 4096, "global_batch": 128, "micro_batch": 1},
+    "parallelism": {"dp": 128, "ep": 64},
+    "cluster": )";
+  const Report placed = simulate_ok(read(base + R"({"base": "gb200-nvl72", "nodes": 36}})"));
+  const Report as64 = simulate_ok(
+      read(base + R"({"base": "gb200-nvl72", "nodes": 36, "scale_up": {"domain": 64}}})"));
+  EXPECT_DOUBLE_EQ(placed.step_time_s, as64.step_time_s);
+  bool said = false;
+  for (const std::string& w : placed.warnings)
+    said |= w.find("64 GPUs of each 72") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A job that fills its domains (72 GPUs, one rack) is left as it is.
+  const Report rack = simulate_ok(read(
+      R"({"model": "llama3-8b", "training": {"seq_len": 4096, "global_batch": 72},
+          "parallelism": {"dp": 72}, "cluster": {"base": "gb200-nvl72", "nodes": 18}})"));
+  for (const std::string& w : rack.warnings) EXPECT_EQ(w.find("GPUs of each"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace podsim::scenarios
