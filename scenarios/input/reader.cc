@@ -1,5 +1,6 @@
 #include "scenarios/input/reader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -33,6 +34,7 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_options(spec);
   build_run(spec);
   build_software(spec.software);
+  problems_before_job_checks_ = problems_.size();
   check_job(spec);
   build_degraded(spec);
   check_plausible(spec);
@@ -586,6 +588,21 @@ Result<ScenarioSpec> read_scenario_json(const json& scenario, const ReadOptions&
   if (!scenario.is_object()) return problems;
   SpecBuilder builder(doc, path_prefix, problems);
   ScenarioSpec spec = builder.build(options.default_name);
+  if (options.plan_problems_as_warnings) {
+    // The job checks' problems with the plan itself (its degrees, their
+    // product, the micro-batch) are set aside; the rest still fail the read.
+    auto about_plan = [&](const std::string& path) {
+      const std::string local = path.substr(std::min(path.size(), path_prefix.size()));
+      return local == "/gpus" || local.rfind("/parallelism", 0) == 0 ||
+             local == "/training/micro_batch";
+    };
+    std::vector<Problem> kept;
+    for (size_t i = 0; i < problems.size(); ++i) {
+      const bool set_aside = i >= builder.problems_before_job_checks() && about_plan(problems[i].path);
+      (set_aside ? spec.plan_problems : kept).push_back(problems[i]);
+    }
+    problems = std::move(kept);
+  }
   if (!problems.empty()) return problems;
   return spec;
 }

@@ -18,6 +18,11 @@ struct ReadOptions {
   /// The scenario's name when it gives none ("name" key).
   std::string default_name = "scenario";
   JsonLimits limits;
+  /// Problems of the scenario's own plan found by the job's cross-field
+  /// checks (at /parallelism/..., /gpus, /training/micro_batch) go to
+  /// ScenarioSpec::plan_problems instead of failing the read: `podsim sweep`
+  /// tries other plans anyway.
+  bool plan_problems_as_warnings = false;
 };
 
 /// Reads and checks a scenario (scenario-format.md) from JSON text. Every

@@ -55,6 +55,9 @@ struct ScenarioSpec {
   /// Remarks of the reader that do not stop the run (uneven pipeline stages,
   /// tp spanning scale-up domains, ...); the report should carry them.
   std::vector<std::string> warnings;
+  /// What is wrong with the plan itself, when read with
+  /// ReadOptions::plan_problems_as_warnings (empty otherwise).
+  std::vector<Problem> plan_problems;
   /// Remarks on the input itself, each at its JSON path, for standard error
   /// and not the report: a quantity beyond any hardware (400e9 B/s meant as
   /// 400 Gb/s), a preset named by a prefix. The run goes on the same.

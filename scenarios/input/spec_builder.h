@@ -64,6 +64,9 @@ class SpecBuilder {
   hwmodels::ClusterSpec build_cluster_only();
 
   ScenarioSpec build(const std::string& default_name);
+  /// How many problems there were before the cross-field checks of the job
+  /// (check_job) ran: the ones after are about the plan as a whole.
+  size_t problems_before_job_checks() const { return problems_before_job_checks_; }
 
  private:
   // --- reading declared values -------------------------------------------
@@ -152,6 +155,7 @@ class SpecBuilder {
   std::string prefix_;
   std::vector<Problem>& problems_;
   std::vector<std::string> warnings_;
+  size_t problems_before_job_checks_ = 0;
 
   // Values the cross-field checks need (nullopt = missing or bad, check skipped).
   std::optional<int64_t> layers_, hidden_, ffn_, heads_, kv_heads_;

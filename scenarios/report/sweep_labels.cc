@@ -7,6 +7,7 @@
 
 #include "scenarios/input/quantity.h"
 #include "scenarios/report/svg.h"
+#include "scenarios/report/sweep_report.h"
 
 namespace podsim::scenarios::sweep_labels {
 
@@ -130,8 +131,14 @@ std::vector<bool> front_flags(const SweepOutcome& o) {
   return front;
 }
 
-std::string baseline_rank_text(const SweepOutcome::Baseline& b) {
+std::string baseline_rank_text(const SweepOutcome::Baseline& b, const HeadroomRequirement& h) {
   if (!b.rank) return "not ranked";
+  const double free_bytes = b.outcome.memory_capacity_bytes - b.outcome.memory_peak_bytes;
+  if (b.outcome.fits && free_bytes < h.required_bytes(b.outcome.memory_capacity_bytes)) {
+    return "leaves " + format_bytes(free_bytes) + " free, less than the " +
+           format_bytes(h.required_bytes(b.outcome.memory_capacity_bytes)) +
+           " asked for; by time to train alone it would take rank " + std::to_string(*b.rank);
+  }
   std::string rank = "rank " + std::to_string(*b.rank);
   if (b.rank_worst && *b.rank_worst != *b.rank) {
     rank += " among the simulated plans (at worst " + std::to_string(*b.rank_worst) +
@@ -162,6 +169,9 @@ std::string counts_text(const SweepOutcome& o) {
          " skipped by the bound (cannot reach the top " + std::to_string(o.top_k) +
          " of their target), " + std::to_string(o.plans_simulated) + " simulated (" +
          std::to_string(o.plans_not_fitting) + " over the memory capacity, " +
+         (headroom_text(o).empty() ? std::string()
+                                   : std::to_string(o.plans_below_headroom) +
+                                         " with less free memory than " + headroom_text(o) + ", ") +
          std::to_string(o.plans_failed) + " failed)";
 }
 
@@ -198,6 +208,101 @@ std::string tokens_text(double tokens) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", tokens);
   return buf;
+}
+
+std::string swept_title(const ScenarioSpec& scenario, const SweepOutcome& o) {
+  std::vector<std::string> counts, types;
+  for (const SweepTarget& t : o.targets) {
+    const std::string count = std::to_string(t.gpus);
+    if (std::find(counts.begin(), counts.end(), count) == counts.end()) counts.push_back(count);
+    if (std::find(types.begin(), types.end(), t.gpu) == types.end()) types.push_back(t.gpu);
+  }
+  auto either = [](const std::vector<std::string>& items) {
+    std::string s;
+    for (size_t i = 0; i < items.size(); ++i) {
+      s += i == 0 ? "" : i + 1 == items.size() ? " or " : ", ";
+      s += items[i];
+    }
+    return s;
+  };
+  // An inline model has no preset name: the scenario's name stands for it.
+  const std::string model = scenario.model.name.empty() || scenario.model.name == "custom"
+                                ? "the model of '" + scenario.name + "'"
+                                : scenario.model.name;
+  return model + ", seq " + std::to_string(scenario.training.seq_len) +
+         ", global batch " + std::to_string(scenario.training.global_batch) + " on " +
+         either(counts) + " GPUs of " + either(types);
+}
+
+namespace {
+
+/// The words of `label` that `reference` does not have: "zero=2" for a
+/// ZeRO-2 twin of a ZeRO-1 plan.
+std::string label_difference(const std::string& reference, const std::string& label) {
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    size_t from = 0;
+    while (from < text.size()) {
+      const size_t space = text.find(' ', from);
+      const size_t end = space == std::string::npos ? text.size() : space;
+      if (end > from) out.push_back(text.substr(from, end - from));
+      from = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> ref = words(reference);
+  std::string out;
+  for (const std::string& w : words(label)) {
+    if (std::find(ref.begin(), ref.end(), w) != ref.end()) continue;
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out.empty() ? label : out;
+}
+
+}  // namespace
+
+std::string variant_names(const SweepOutcome& o, size_t k) {
+  const std::string shown = sweep_plan_label(o.candidates[o.ranked[k].index]);
+  std::string twins;
+  for (size_t j = 0; j < o.ranked.size(); ++j) {
+    if (o.ranked[j].collapsed_into != k) continue;
+    if (!twins.empty()) twins += ", ";
+    twins += label_difference(shown, sweep_plan_label(o.candidates[o.ranked[j].index]));
+    twins += " (rank " + std::to_string(j + 1) + ")";
+  }
+  return twins;
+}
+
+std::string variants_text(const SweepOutcome& o, size_t k) {
+  const std::string twins = variant_names(o, k);
+  if (twins.empty()) return "";
+  return "also " + twins + ", with identical results; shown: " + o.ranked[k].preferred_because;
+}
+
+std::string ties_text(const SweepOutcome& o) {
+  std::string out;
+  for (size_t t = 0; t < o.model_error.size() && t < o.targets.size(); ++t) {
+    const std::optional<TargetModelError>& e = o.model_error[t];
+    if (!e) continue;
+    // Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on
+    // a literal + std::string&& (as in dollars()).
+    if (!out.empty()) out += '\n';
+    out += std::to_string(o.targets[t].gpus);
+    out += " x " + o.targets[t].gpu + ": within " + format_percent(e->mape) +
+           " of its fastest step, the validation MAPE of family " + e->family + " (" +
+           std::to_string(e->cases) + " cases; " + e->basis + ")";
+  }
+  return out;
+}
+
+std::string headroom_text(const SweepOutcome& o) {
+  const HeadroomRequirement& h = o.min_headroom;
+  if (h.bytes <= 0 && h.fraction <= 0) return "";
+  std::string s = "--min-headroom ";
+  if (h.bytes > 0) s += format_bytes(h.bytes);
+  if (h.fraction > 0) s += (h.bytes > 0 ? " and " : "") + format_percent(h.fraction) + " of the GPU's memory";
+  return s;
 }
 
 }  // namespace podsim::scenarios::sweep_labels

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/input/spec.h"
 #include "scenarios/sweep/sweep.h"
 #include "strategies/plan.h"
 
@@ -42,7 +43,8 @@ std::string cost_text(const SweepOutcome& o, const RankedPlan& r);
 std::vector<bool> front_flags(const SweepOutcome& o);
 /// "rank 3", with the worst rank when bounds left it open, or why it does
 /// not fit.
-std::string baseline_rank_text(const SweepOutcome::Baseline& b);
+/// A fitting baseline with less free memory than `headroom` says so.
+std::string baseline_rank_text(const SweepOutcome::Baseline& b, const HeadroomRequirement& headroom);
 /// The targets' notes and price sources, each once, in order of appearance.
 std::vector<std::string> target_notes(const SweepOutcome& o);
 /// "N valid plans: ... pruned, ... skipped, ... simulated (...)".
@@ -58,5 +60,23 @@ std::string price_text(const SweepTarget& t);
 
 /// %.3g: "1e+12".
 std::string tokens_text(double tokens);
+
+/// What was swept, for titles: "llama3-70b, seq 8192, global batch 1024 on
+/// 1024 GPUs of h100-sxm-80g, h200-sxm-141g or b200".
+std::string swept_title(const ScenarioSpec& scenario, const SweepOutcome& o);
+/// The plans collapsed into ranked[k], each by what its label has that
+/// ranked[k]'s does not, with its rank: "zero=2 (rank 2)"; empty when it has
+/// no twins.
+std::string variant_names(const SweepOutcome& o, size_t k);
+/// variant_names and why ranked[k] is the one shown; empty without twins.
+std::string variants_text(const SweepOutcome& o, size_t k);
+/// Whether ranked[k] is a row of its own (not collapsed into another).
+inline bool own_row(const SweepOutcome& o, size_t k) { return !o.ranked[k].collapsed_into; }
+/// What "tied" means for this sweep: each target's error, its family and
+/// why that family; "" when no target has one.
+std::string ties_text(const SweepOutcome& o);
+/// "--min-headroom 4.0 GiB" / "--min-headroom 10.0% of the GPU's memory"; ""
+/// without one.
+std::string headroom_text(const SweepOutcome& o);
 
 }  // namespace podsim::scenarios::sweep_labels

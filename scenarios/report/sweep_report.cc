@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scenarios/input/quantity.h"
@@ -34,7 +36,12 @@ using sweep_labels::schedule_name;
 using sweep_labels::si_count;
 using sweep_labels::target_notes;
 using sweep_labels::target_text;
+using sweep_labels::headroom_text;
+using sweep_labels::own_row;
+using sweep_labels::swept_title;
+using sweep_labels::ties_text;
 using sweep_labels::tokens_text;
+using sweep_labels::variants_text;
 
 namespace {
 
@@ -61,6 +68,9 @@ json result_json(const SweepOutcome& o, size_t k, bool on_front) {
   if (r.run) j["run"] = run_report_to_json(*r.run);
   j["cost_usd"] = optional_number(r.cost_usd);
   j["pareto"] = on_front;
+  j["tied_with_best"] = r.tied_with_best;
+  j["collapsed_into_rank"] = r.collapsed_into ? json(*r.collapsed_into + 1) : json(nullptr);
+  if (!r.preferred_because.empty()) j["preferred_because"] = r.preferred_because;
   return j;
 }
 
@@ -94,8 +104,10 @@ json sweep_plan_json(const SweepCandidate& c, const SweepTarget& target) {
 
 std::string sweep_plan_label(const SweepCandidate& c) {
   const strategies::ParallelPlan& p = c.plan;
-  std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp) + " pp" +
-                  std::to_string(p.pp) + " dp" + std::to_string(p.dp);
+  std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp);
+  // The algorithm tells apart plans that are otherwise the same (it is swept).
+  if (p.cp > 1) s += std::string(" ") + context_name(p.context);
+  s += " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
   if (p.expert_tp > 1) s += " etp" + std::to_string(p.expert_tp);
   s += " mb" + std::to_string(c.micro_batch);
@@ -144,13 +156,27 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
                   return recompute_name(strategies::Recompute{m, 0});
                 }));
   out.push_back("zero: " + list(space.zero, [](int z) { return std::to_string(z); }) +
-                (space.hsdp ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp" : "") +
+                (space.hsdp && std::find(space.zero.begin(), space.zero.end(), 3) != space.zero.end()
+                     ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp"
+                     : "") +
                 "; sharding only when dp*cp > 1");
+  out.push_back("context-parallel algorithm (cp > 1): " +
+                list(space.context_algorithms,
+                     [](strategies::ContextAlgorithm a) { return std::string(context_name(a)); }));
+  const SweepSpace::Pinned& pin = space.pinned;
+  std::string pinned;
+  for (const auto& [name, value] :
+       std::vector<std::pair<const char*, std::optional<int64_t>>>{
+           {"tp", pin.tp}, {"cp", pin.cp}, {"pp", pin.pp}, {"dp", pin.dp}, {"ep", pin.ep},
+           {"expert_tp", pin.expert_tp}, {"virtual_stages", pin.virtual_stages},
+           {"shard_group", pin.shard_group}}) {
+    if (value) pinned += (pinned.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(*value);
+  }
+  if (!pinned.empty()) out.push_back("pinned by --fix: " + pinned);
   out.push_back(
       std::string("kept from the scenario: sequence parallelism ") +
       (scenario.plan.sequence_parallel || scenario.plan.tp == 1 ? "on for every tp > 1" : "off") +
-      ", context algorithm " + context_name(scenario.plan.context) + ", rank order " +
-      order_text(scenario.plan.order) + ", overlap options and model knobs");
+      ", rank order " + order_text(scenario.plan.order) + ", overlap options and model knobs");
   out.push_back(
       "valid = strategies::validate accepts the plan (tp divides the heads, "
       "kv heads and ffn, micro-batches fit the pipeline schedule, ...)");
@@ -173,7 +199,10 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
   j["plans_simulated"] = o.plans_simulated;
   j["plans_not_fitting"] = o.plans_not_fitting;
   j["plans_failed"] = o.plans_failed;
+  j["plans_below_headroom"] = o.plans_below_headroom;
+  j["min_headroom"] = {{"bytes", o.min_headroom.bytes}, {"fraction", o.min_headroom.fraction}};
   j["failures"] = o.failures;
+  j["title"] = swept_title(scenario, o);
   j["space"] = space;
   json targets = json::array();
   for (const SweepTarget& t : o.targets) {
@@ -186,6 +215,17 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
                        {"note", t.note}});
   }
   j["targets"] = targets;
+  json errors = json::array();
+  for (size_t t = 0; t < o.targets.size(); ++t) {
+    const std::optional<TargetModelError>* e =
+        t < o.model_error.size() && o.model_error[t] ? &o.model_error[t] : nullptr;
+    errors.push_back(e == nullptr ? json(nullptr)
+                                  : json{{"mape", (*e)->mape},
+                                         {"family", (*e)->family},
+                                         {"cases", (*e)->cases},
+                                         {"basis", (*e)->basis}});
+  }
+  j["model_error"] = errors;
   const std::vector<bool> front = front_flags(o);
   json results = json::array();
   for (size_t k = 0; k < o.ranked.size() && k < o.top_k; ++k) {
@@ -205,6 +245,11 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
                                            : json(nullptr)}});
   }
   j["best_per_target"] = best;
+  if (!scenario.plan_problems.empty()) {
+    json problems = json::array();
+    for (const Problem& p : scenario.plan_problems) problems.push_back(p.to_string());
+    j["scenario_plan_problems"] = problems;
+  }
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
     json bj;
@@ -236,7 +281,7 @@ std::string sweep_csv(const SweepOutcome& o) {
       "schedule,"
       "virtual_stages,recompute,context,order,step_time_s,tokens_per_s,mfu,memory_peak_gib,"
       "memory_headroom_gib,exposed_comm_s,bubble_fraction,step_lower_bound_s,train_time_days,"
-      "gpu_hours,cost_usd,pareto,failure_free_days\n";
+      "gpu_hours,cost_usd,pareto,failure_free_days,collapsed_into_rank,tied_with_best\n";
   const std::vector<bool> front = front_flags(o);
   for (size_t k = 0; k < o.ranked.size(); ++k) {
     const RankedPlan& r = o.ranked[k];
@@ -274,7 +319,9 @@ std::string sweep_csv(const SweepOutcome& o) {
         g9(r.gpu_hours),
         r.cost_usd ? g9(*r.cost_usd) : std::string(),
         front[k] ? "true" : "false",
-        g9(r.failure_free_time_s / 86400.0)};
+        g9(r.failure_free_time_s / 86400.0),
+        r.collapsed_into ? std::to_string(*r.collapsed_into + 1) : std::string(),
+        r.tied_with_best ? "true" : "false"};
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
       out += cells[i];
@@ -288,13 +335,14 @@ namespace {
 
 // Each target's fastest plan side by side: which hardware, at what cost.
 std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
-  std::vector<std::vector<std::string>> rows{{"GPUs", "type", "plan", "step", "tokens/s/GPU", "MFU",
-                                              "price", "train time", "cost", "rank"}};
+  std::vector<std::vector<std::string>> rows{{"GPUs", "type", "plan", "step", "tokens/s/GPU",
+                                              "MFU", "headroom", "price", "train time", "cost",
+                                              "rank"}};
   const std::vector<std::optional<size_t>> best = best_per_target(o);
   for (size_t t = 0; t < o.targets.size(); ++t) {
     const SweepTarget& target = o.targets[t];
     if (!best[t]) {
-      rows.push_back({std::to_string(target.gpus), target.gpu, "no plan fits", "", "", "",
+      rows.push_back({std::to_string(target.gpus), target.gpu, "no plan fits", "", "", "", "",
                       price_text(target), "", "", ""});
       continue;
     }
@@ -302,18 +350,30 @@ std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
     rows.push_back({std::to_string(target.gpus), target.gpu,
                     sweep_plan_label(o.candidates[r.index]), format_seconds(r.outcome.step_time_s),
                     si_count(r.outcome.tokens_per_s / static_cast<double>(target.gpus)),
-                    format_percent(r.outcome.mfu), price_text(target),
-                    duration_text(r.train_time_s), cost_text(o, r), std::to_string(*best[t] + 1)});
+                    format_percent(r.outcome.mfu),
+                    format_bytes(r.outcome.memory_capacity_bytes - r.outcome.memory_peak_bytes),
+                    price_text(target), duration_text(r.train_time_s), cost_text(o, r),
+                    std::to_string(*best[t] + 1)});
   }
   return rows;
+}
+
+/// "best" for a target's fastest plan, "tied" for one within the model's
+/// error of it.
+std::string tie_mark(const SweepOutcome& o, size_t k, const std::vector<std::optional<size_t>>& best) {
+  const uint32_t t = o.candidates[o.ranked[k].index].target;
+  if (best[t] && *best[t] == k) return "best";
+  return o.ranked[k].tied_with_best ? "tied" : "";
 }
 
 std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t limit) {
   std::vector<std::vector<std::string>> rows{{"rank", "GPUs", "GPU", "plan", "step", "tokens/s",
                                               "MFU", "memory", "headroom", "exposed comm",
-                                              "train time", "ETTR", "cost", "front"}};
+                                              "train time", "ETTR", "cost", "front", "vs best"}};
   const std::vector<bool> front = front_flags(o);
+  const std::vector<std::optional<size_t>> best = best_per_target(o);
   for (size_t k = 0; k < o.ranked.size() && k < limit; ++k) {
+    if (!own_row(o, k)) continue;
     const RankedPlan& r = o.ranked[k];
     const SweepCandidate& c = o.candidates[r.index];
     const SweepTarget& t = o.targets[c.target];
@@ -322,7 +382,8 @@ std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t l
                     format_percent(r.outcome.mfu), format_bytes(r.outcome.memory_peak_bytes),
                     format_bytes(r.outcome.memory_capacity_bytes - r.outcome.memory_peak_bytes),
                     format_seconds(r.outcome.exposed_comm_s), duration_text(r.train_time_s),
-                    format_percent(ettr(r)), cost_text(o, r), front[k] ? "*" : ""});
+                    format_percent(ettr(r)), cost_text(o, r), front[k] ? "*" : "",
+                    tie_mark(o, k, best)});
   }
   return rows;
 }
@@ -331,11 +392,13 @@ std::vector<std::vector<std::string>> table_rows(const SweepOutcome& o, size_t l
 
 std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& o,
                               const std::vector<std::string>& space) {
-  std::string out = "podsim sweep: " + scenario.name + "\n";
-  out += "model " + scenario.model.name + ", seq_len " + std::to_string(scenario.training.seq_len) +
-         ", global batch " + std::to_string(scenario.training.global_batch) + "\n";
+  std::string out = "podsim sweep: " + swept_title(scenario, o) + "\n";
+  out += "scenario: " + scenario.name + "\n";
   for (const SweepTarget& t : o.targets) out += "target: " + target_text(o, t) + "\n";
   out += counts_text(o) + "\n";
+  if (!headroom_text(o).empty()) {
+    out += "plans leaving less free memory than " + headroom_text(o) + " are not ranked\n";
+  }
   out += "expected time and cost to train " + tokens_text(o.tokens) +
          " tokens (--tokens), the job's failures, checkpoint saves and restarts included "
          "(docs/goodput.md; ETTR = failure-free time / time); cost in " +
@@ -344,13 +407,43 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
     out +=
         "No valid plan: no tp x cp x pp x dp split of these GPU counts passes the plan "
         "checks (dp must divide the global batch, pp at most the layer count, tp and cp "
-        "within their limits; see the space below). Try other --gpus.\n";
+        "within their limits, the --fix pins; see the space below). Try other --gpus.\n";
   } else if (o.ranked.empty()) {
-    out += "No plan fits in memory.\n";
+    out += headroom_text(o).empty() ? "No plan fits in memory.\n"
+                                    : "No plan fits in memory with " + headroom_text(o) + ".\n";
   } else {
-    out += "Top " + std::to_string(std::min(o.top_k, o.ranked.size())) +
-           " by expected time to train (front: on the Pareto front of time against cost)\n";
-    out += format_columns(table_rows(o, o.top_k), "RRLLRRRRRRRRRL") + "\n";
+    out +=
+        "Best plan per GPU type and count (price: list = a public list price from the "
+        "cluster preset, reference = podsim's comparison price)\n";
+    out += format_columns(best_rows(o), "RLLRRRRLRRR") + "\n";
+    size_t rows = 0;
+    for (size_t k = 0; k < o.ranked.size() && k < o.top_k; ++k) rows += own_row(o, k) ? 1 : 0;
+    const size_t top = std::min(o.top_k, o.ranked.size());
+    out += "Top " + std::to_string(top) + " by expected time to train" +
+           (rows < top ? " in " + std::to_string(rows) + " rows (plans with identical results "
+                                                          "share a row)"
+                       : std::string()) +
+           " (front: on the Pareto front of time against cost; vs best: tied = within the "
+           "model's measured error of its target's fastest step)\n";
+    out += format_columns(table_rows(o, o.top_k), "RRLLRRRRRRRRRLL") + "\n";
+    std::string collapsed;
+    for (size_t k = 0; k < o.ranked.size() && k < o.top_k; ++k) {
+      const std::string v = own_row(o, k) ? variants_text(o, k) : std::string();
+      if (!v.empty()) collapsed += "  rank " + std::to_string(k + 1) + ": " + v + "\n";
+    }
+    if (!collapsed.empty()) out += "Rows standing for several plans:\n" + collapsed;
+    const std::string ties = ties_text(o);
+    if (!ties.empty()) {
+      out += "Tied: the ranking cannot tell apart step times within the model's measured error:\n";
+      size_t from = 0;
+      while (from <= ties.size()) {
+        const size_t nl = ties.find('\n', from);
+        out += "  " + ties.substr(from, nl == std::string::npos ? std::string::npos : nl - from) +
+               "\n";
+        if (nl == std::string::npos) break;
+        from = nl + 1;
+      }
+    }
     out += "Pareto front (time to train vs cost):";
     for (size_t k : o.pareto) {
       const RankedPlan& r = o.ranked[k];
@@ -360,12 +453,9 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
              duration_text(r.train_time_s) + ", " + cost_text(o, r);
     }
     out += "\n";
-    if (o.targets.size() > 1) {
-      out +=
-          "\nBest plan per hardware target (price: list = a public list price from the "
-          "cluster preset, reference = podsim's comparison price)\n";
-      out += format_columns(best_rows(o), "RLLRRRLRRR") + "\n";
-    }
+  }
+  for (const Problem& p : scenario.plan_problems) {
+    out += "\nScenario's own plan is invalid and left out (" + p.to_string() + ")\n";
   }
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
@@ -374,7 +464,7 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
       out += "failed: " + b.outcome.error + "\n";
     } else {
       out += "step " + format_seconds(b.outcome.step_time_s) + ", MFU " +
-             format_percent(b.outcome.mfu) + ", " + baseline_rank_text(b) +
+             format_percent(b.outcome.mfu) + ", " + baseline_rank_text(b, o.min_headroom) +
              (b.index ? "" : " (outside the swept space)") + "\n";
     }
   }

@@ -18,7 +18,8 @@ namespace podsim::scenarios {
 /// recompute, order) plus micro_batch, gpus and gpu.
 nlohmann::json sweep_plan_json(const SweepCandidate& candidate, const SweepTarget& target);
 
-/// "tp2 cp2 pp4 dp64 mb1 interleaved_1f1b v5 recompute=none zero=2".
+/// "tp2 cp2 ring pp4 dp64 mb1 interleaved_1f1b v5 recompute=none zero=2" (the
+/// context-parallel algorithm only when cp > 1).
 std::string sweep_plan_label(const SweepCandidate& candidate);
 
 /// Lines saying which plans the sweep enumerates for `scenario` on

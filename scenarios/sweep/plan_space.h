@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "scenarios/input/spec.h"
@@ -49,6 +50,11 @@ struct SweepSpace {
   std::vector<strategies::RecomputeMode> recompute{strategies::RecomputeMode::kNone,
                                                    strategies::RecomputeMode::kSelective,
                                                    strategies::RecomputeMode::kFull};
+  /// Context-parallel algorithms tried when cp > 1 (cp = 1 keeps the
+  /// scenario's, which then does nothing).
+  std::vector<strategies::ContextAlgorithm> context_algorithms{
+      strategies::ContextAlgorithm::kRing, strategies::ContextAlgorithm::kUlysses,
+      strategies::ContextAlgorithm::kAllGather};
   /// ZeRO stages tried (3 = FSDP).
   std::vector<int> zero{0, 1, 2, 3};
   /// ZeRO-3 also with HSDP shard groups: every divisor g of dp*cp with
@@ -56,6 +62,13 @@ struct SweepSpace {
   bool hsdp = true;
   /// Restrict tp, cp, pp and ep to powers of two.
   bool powers_of_two = false;
+  /// Degrees pinned by `podsim sweep --fix KEY=VALUE` (unset: every value the
+  /// limits above allow). A pinned tp or cp is tried even past max_tp or
+  /// max_cp. The other settings are pinned by leaving one value in their
+  /// lists.
+  struct Pinned {
+    std::optional<int64_t> tp, cp, pp, dp, ep, expert_tp, virtual_stages, shard_group;
+  } pinned;
 };
 
 /// One plan of a sweep.
@@ -69,8 +82,8 @@ struct SweepCandidate {
 /// model and training on each target and whose schedule is not too large to
 /// build (strategies::schedule_size_problem), in canonical order: target, tp,
 /// cp, pp, ep, expert_tp, micro-batch, schedule, virtual stages, recompute,
-/// zero, shard group. The scenario's sequence-parallel flag, context algorithm and rank
-/// order are kept (sequence parallelism is on for every tp > 1 when the
+/// context algorithm, zero, shard group. The scenario's sequence-parallel
+/// flag and rank order are kept (sequence parallelism is on for every tp > 1 when the
 /// scenario uses it or has tp = 1).
 std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                                             const std::vector<SweepTarget>& targets,

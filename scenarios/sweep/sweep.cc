@@ -199,6 +199,17 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   out.plans_total = out.candidates.size();
   out.tokens = options.tokens;
   out.top_k = options.top_k;
+  out.min_headroom = options.min_headroom;
+  // What a plan may take of each target's GPU with --min-headroom free: a
+  // memory bound above it rules the plan out like one above the capacity.
+  std::vector<double> usable_bytes;
+  for (const SweepTarget& t : out.targets) {
+    const double capacity = t.cluster.gpu.hbm_capacity_bytes;
+    usable_bytes.push_back(capacity - options.min_headroom.required_bytes(capacity));
+  }
+  auto below_headroom = [&](uint32_t target, double peak_bytes) {
+    return peak_bytes > usable_bytes[target];
+  };
   const size_t n = out.candidates.size();
   const unsigned threads =
       options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -252,7 +263,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
           bounds_or_none([&]() { return bounder(worker, c.target).quick(candidate_job(c)); });
       PlanScreen& s = out.screens[i];
       s.memory_lower_bound_bytes = b.memory_bytes;
-      s.pruned_memory = !b.can_fit;
+      s.pruned_memory = !b.can_fit || below_headroom(c.target, b.memory_bytes);
       s.step_lower_bound_s = b.step_s;
       if (s.pruned_memory) report_progress(1);
     });
@@ -270,7 +281,9 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   // ---- The scenario's own plan, when its hardware is among the targets. ---
   std::vector<PlanOutcome> outcomes(n);
   std::vector<uint8_t> simulated(n, 0);
-  for (size_t ti = 0; ti < out.targets.size(); ++ti) {
+  // A scenario whose own plan is invalid (read with plan_problems_as_warnings)
+  // has no baseline: the other plans are swept all the same.
+  for (size_t ti = 0; ti < out.targets.size() && scenario.plan_problems.empty(); ++ti) {
     const SweepTarget& t = out.targets[ti];
     if (t.gpus != scenario.gpus || t.gpu != scenario.cluster.gpu.name) continue;
     SweepOutcome::Baseline b;
@@ -332,6 +345,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       if (out.failures.size() < 5) out.failures.push_back(o.error);
     } else if (!o.fits) {
       ++out.plans_not_fitting;
+    } else if (below_headroom(out.candidates[i].target, o.memory_peak_bytes)) {
+      ++out.plans_below_headroom;
     } else {
       train_times[i] = train_time_s(out.candidates[i], o.step_time_s);
       top[out.candidates[i].target].add(train_times[i]);
@@ -424,7 +439,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
         PlanScreen& s = out.screens[i];
         s.refined = true;
         s.memory_lower_bound_bytes = std::max(s.memory_lower_bound_bytes, b.memory_bytes);
-        s.pruned_memory = !b.can_fit;
+        s.pruned_memory = !b.can_fit || below_headroom(c.target, s.memory_lower_bound_bytes);
         s.step_lower_bound_s = std::max(s.step_lower_bound_s, b.step_s);
         if (s.pruned_memory) report_progress(1);
         return;
@@ -476,7 +491,10 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
 
   // ---- Ranking, cost, Pareto front, the baseline's place. ----------------
   for (size_t i = 0; i < n; ++i) {
-    if (simulated[i] == 0 || !outcomes[i].fits || !outcomes[i].error.empty()) continue;
+    if (simulated[i] == 0 || !outcomes[i].fits || !outcomes[i].error.empty() ||
+        below_headroom(out.candidates[i].target, outcomes[i].memory_peak_bytes)) {
+      continue;
+    }
     const SweepTarget& t = out.targets[out.candidates[i].target];
     RankedPlan r;
     r.index = i;
@@ -493,6 +511,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     if (a.train_time_s != b.train_time_s) return a.train_time_s < b.train_time_s;
     return a.index < b.index;
   });
+  collapse_identical_plans(scenario, out);
   for (size_t k = 0; k < out.ranked.size() && k < options.top_k; ++k) {
     RankedPlan& r = out.ranked[k];
     const SweepCandidate& c = out.candidates[r.index];

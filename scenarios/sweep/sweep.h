@@ -10,6 +10,7 @@
 #include "scenarios/input/spec.h"
 #include "scenarios/run/run_report.h"
 #include "scenarios/sweep/plan_space.h"
+#include "scenarios/sweep/space_options.h"
 #include "scenarios/sweep/targets.h"
 
 namespace podsim::scenarios {
@@ -74,6 +75,27 @@ struct RankedPlan {
   /// The plan's run sampled (the scenario's /run samples and seed): where
   /// the time to train goes, and its spread. The top K plans only.
   std::optional<RunReport> run;
+  /// Set when another plan of the same target simulated to exactly the same
+  /// results (step, memory, exposed communication, bubble, time to train):
+  /// the index into `ranked` of the preferred one, the row this plan is
+  /// collapsed into (collapse_identical_plans).
+  std::optional<size_t> collapsed_into;
+  /// On a preferred plan with identical twins: why it is preferred over them.
+  std::string preferred_because;
+  /// Its step time is within the model's measured error of its target's
+  /// best plan (mark_ties): the ranking cannot tell them apart.
+  bool tied_with_best = false;
+};
+
+/// The model's measured step-time error for one hardware target: the
+/// validation MAPE of the published family nearest to it (podsim validate).
+struct TargetModelError {
+  double mape = 0;     ///< fraction
+  std::string family;  ///< "dgxc_llama31"
+  size_t cases = 0;
+  /// Why this family: "same GPU (h100-sxm-80g) and software (megatron-core);
+  /// nearest case dgxc_llama31_70b_1024gpu_bf16".
+  std::string basis;
 };
 
 /// Lets the processes of a partitioned sweep share what each computed:
@@ -116,6 +138,9 @@ struct SweepOptions {
   int partition_size = 1;
   SweepExchange exchange;  ///< required when partition_size > 1
   SweepProgress progress;
+  /// Plans must leave at least this much memory free on every GPU
+  /// (--min-headroom); the others are not ranked.
+  HeadroomRequirement min_headroom;
 };
 
 /// Everything a sweep found. Identical in every process of a partition.
@@ -129,6 +154,9 @@ struct SweepOutcome {
   uint64_t plans_simulated = 0;
   uint64_t plans_not_fitting = 0;     ///< simulated, and over the memory capacity
   uint64_t plans_failed = 0;          ///< the simulation refused them
+  /// Simulated, fit, but leave less free memory than options.min_headroom.
+  uint64_t plans_below_headroom = 0;
+  HeadroomRequirement min_headroom;
   std::vector<std::string> failures;  ///< the first few failure messages
   /// Simulated plans that fit, best first (step time, then canonical order).
   std::vector<RankedPlan> ranked;
@@ -138,6 +166,9 @@ struct SweepOutcome {
   bool cost_in_dollars = false;
   double tokens = 0;
   size_t top_k = 0;
+  /// By target: the model's measured error that ties are judged by
+  /// (mark_ties); none when no validation family applies or before marking.
+  std::vector<std::optional<TargetModelError>> model_error;
 
   /// The scenario's own plan, when its GPU count and type are swept.
   struct Baseline {
@@ -164,5 +195,19 @@ struct SweepOutcome {
 /// partitioned run, a partition rank out of range.
 Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTarget> targets,
                                const SweepOptions& options);
+
+/// Groups the ranked plans of a target whose simulated results are exactly
+/// equal (ZeRO-1 and ZeRO-2 with a pipeline, whose gradients are reduced once
+/// per step either way) and picks the preferred one of each group: fewer
+/// collectives per step in its schedule, then less memory held between
+/// steps, then the lower ZeRO stage (the simpler setting), then canonical
+/// order. Sets collapsed_into on the others and preferred_because on it.
+/// run_sweep calls it.
+void collapse_identical_plans(const ScenarioSpec& scenario, SweepOutcome& outcome);
+
+/// Marks the plans whose step time is within `errors[target]` (a relative
+/// error) of their target's fastest plan as tied with it, and keeps the
+/// errors in outcome.model_error.
+void mark_ties(SweepOutcome& outcome, std::vector<std::optional<TargetModelError>> errors);
 
 }  // namespace podsim::scenarios

@@ -112,8 +112,89 @@ TEST(SweepCli, HardwareTypesSideBySide) {
       {"sweep", small_scenario_file(), "--gpu-types", "h100-sxm-80g,tpu-v6e-pod", "--top", "2"},
       240);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("Best plan per hardware target"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Best plan per GPU type and count"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("$2.70/GPU-h (list)"), std::string::npos) << text.out;
+}
+
+TEST(SweepCli, TheBestPlanPerGpuTypeComesFirstUnderATitleOfWhatWasSwept) {
+  const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) / "sweep_types";
+  std::filesystem::remove_all(out);
+  const RunResult r = run_podsim({"sweep", small_scenario_file(), "--gpu-types",
+                                  "h100-sxm-80g,b200", "--top", "3", "--out", out.string()},
+                                 240);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The title names what was swept, not the scenario's own hardware.
+  const std::string first_line = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(first_line.find("16 GPUs of h100-sxm-80g or b200"), std::string::npos) << first_line;
+  const size_t table = r.out.find("Best plan per GPU type and count");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_LT(table, r.out.find("Top 3"));
+  // One row per type, whichever is faster overall.
+  const std::string best = r.out.substr(table, r.out.find("Top 3") - table);
+  EXPECT_NE(best.find("h100-sxm-80g"), std::string::npos) << best;
+  EXPECT_NE(best.find("b200"), std::string::npos) << best;
+  // Ties are stated with the error and where it comes from.
+  EXPECT_NE(r.out.find("validation MAPE of family"), std::string::npos) << r.out;
+
+  const std::string html = read_file(out / "report.html");
+  const size_t h1 = html.find("<h1>");
+  ASSERT_NE(h1, std::string::npos);
+  EXPECT_NE(html.substr(h1, html.find("</h1>") - h1).find("h100-sxm-80g or b200"),
+            std::string::npos);
+  const size_t html_best = html.find("<h2>Best plan per GPU type and count</h2>");
+  ASSERT_NE(html_best, std::string::npos);
+  EXPECT_LT(html_best, html.find("<h2>Ranked plans</h2>"));
+  EXPECT_LT(html_best, html.find("<svg"));
+  // One GPU count: step time and cost per GPU type as labelled bars.
+  EXPECT_NE(html.find("Step time and cost per GPU type"), std::string::npos);
+  EXPECT_EQ(html.find("<h2>Best plan per GPU count</h2>"), std::string::npos);
+  const std::string csv = read_file(out / "results.csv");
+  EXPECT_NE(csv.substr(0, csv.find('\n')).find(",collapsed_into_rank,tied_with_best"),
+            std::string::npos);
+}
+
+TEST(SweepCli, FixAndMinHeadroomNarrowThePlansAndBadValuesExitTwo) {
+  const RunResult r = run_podsim({"sweep", small_scenario_file(), "--json", "--top", "3", "--fix",
+                                  "tp=2", "--fix", "zero=1", "--min-headroom", "40GiB"},
+                                 240);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_FALSE(j.at("results").empty());
+  for (const json& res : j.at("results")) {
+    EXPECT_EQ(res.at("plan").at("tp"), 2);
+    EXPECT_EQ(res.at("plan").at("zero"), 1);
+    EXPECT_GE(res.at("memory_headroom_bytes").get<double>(), 40.0 * (1 << 30));
+  }
+  for (const auto& [args, says] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--fix", "tq=2"}, "--fix: unknown key 'tq' (did you mean 'tp'?"},
+           {{"--fix", "cp_algorithm=rings"}, "ring, ulysses or all_gather"},
+           {{"--min-headroom", "4"}, "--min-headroom: a bare number is a fraction"}}) {
+    std::vector<std::string> argv{"sweep", small_scenario_file()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const RunResult bad = run_podsim(argv);
+    EXPECT_EQ(bad.exit_code, 2) << says;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << bad.err;
+    EXPECT_FALSE(looks_like_a_crash(bad.err)) << bad.err;
+  }
+}
+
+TEST(SweepCli, AScenarioWhosePlanIsInvalidIsSweptWithAWarning) {
+  // tp=3 divides neither the 16 heads nor the 4 KV heads.
+  const std::string file = write_temp("sweep_bad_plan.json", R"({"name": "bad plan",
+    "model": {"layers": 8, "hidden": 1024, "ffn_hidden": 4096, "heads": 16, "kv_heads": 4,
+              "vocab": 32000},
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 2}, "gpus": 12,
+    "training": {"seq_len": 2048, "global_batch": 32, "micro_batch": 1},
+    "parallelism": {"tp": 3, "pp": 1, "dp": 4}})");
+  const RunResult r = run_podsim({"sweep", file, "--gpus", "16", "--top", "2"}, 240);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/parallelism/tp"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Top 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("own plan is invalid"), std::string::npos) << r.out;
+  // `run` still refuses it.
+  EXPECT_EQ(run_podsim({"run", file}).exit_code, 2);
 }
 
 TEST(SweepCli, AGpuCountWithNoValidPlanSaysSo) {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -27,7 +28,10 @@
 
 #include "scenarios/input/reader.h"
 #include "scenarios/report/sweep_report.h"
+#include "scenarios/step/simulate.h"
+#include "scenarios/sweep/space_options.h"
 #include "scenarios/sweep/sweep.h"
+#include "scenarios/validate/nearest_family.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {
@@ -212,6 +216,38 @@ bool write_file(const std::filesystem::path& path, const std::string& text, Comm
   return true;
 }
 
+/// Per target, the model's measured error there: the step-time MAPE of the
+/// nearest published family (nearest_family.h), each family simulated once.
+std::vector<std::optional<scenarios::TargetModelError>> model_errors(
+    const scenarios::ScenarioSpec& scenario, const std::vector<scenarios::SweepTarget>& targets) {
+  const std::vector<scenarios::ValidationCase> cases = scenarios::builtin_validation_cases();
+  std::map<std::string, std::optional<scenarios::FamilyError>> measured;
+  std::vector<std::optional<scenarios::TargetModelError>> out;
+  for (const scenarios::SweepTarget& t : targets) {
+    const scenarios::ScenarioSpec on_target =
+        scenarios::candidate_scenario(scenario, t, {0, scenario.plan, scenario.training.micro_batch});
+    std::optional<scenarios::FamilyError> family = scenarios::nearest_family(on_target, cases);
+    if (!family) {
+      out.emplace_back();
+      continue;
+    }
+    auto it = measured.find(family->family);
+    if (it == measured.end()) {
+      scenarios::FamilyError f = *family;
+      const bool ran = scenarios::measure_family_error(
+          f, cases, [](const scenarios::ScenarioSpec& spec) { return scenarios::simulate(spec); });
+      it = measured.emplace(family->family, ran ? std::optional(f) : std::nullopt).first;
+    }
+    if (!it->second) {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(scenarios::TargetModelError{it->second->mape, family->family,
+                                              it->second->cases, family->basis});
+  }
+  return out;
+}
+
 }  // namespace
 
 int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
@@ -239,7 +275,13 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "no-bounds", "simulate every plan that can fit (slow; the same top K)")(
       "exact-rank",
       "also simulate every plan that may beat the scenario's own plan, so its rank is exact")(
-      "quiet", "no progress display");
+      "fix", po::value<std::vector<std::string>>()->composing()->value_name("KEY=VALUE"),
+      "pin one swept setting (repeatable): tp, cp, pp, dp, ep, expert_tp, cp_algorithm, zero, "
+      "shard_group, schedule, virtual_stages, recompute, micro_batch; e.g. --fix tp=8 --fix "
+      "cp_algorithm=ulysses")(
+      "min-headroom", po::value<std::string>()->value_name("SIZE|FRACTION"),
+      "rank only plans that leave this much GPU memory free, e.g. 4GiB or 0.1 (of the "
+      "capacity)")("quiet", "no progress display");
   po::variables_map values;
   if (const std::optional<int> status = parse_file_arguments(
           "sweep",
@@ -271,14 +313,23 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   const bool has_file = values.count("file") != 0;
   const std::string label =
       has_file ? values["file"].as<std::string>() : std::string(scenarios::kDefaultScenarioLabel);
+  // The sweep ignores the scenario's own plan when it is invalid: it tries
+  // the others and says so.
+  scenarios::ReadOptions read_options;
+  read_options.plan_problems_as_warnings = true;
   scenarios::Result<scenarios::ScenarioSpec> read =
-      has_file ? scenarios::read_scenario_file(label) : scenarios::read_default_scenario();
+      has_file ? scenarios::read_scenario_file(label, read_options)
+               : scenarios::read_default_scenario();
   if (!read.ok()) {
     print_problems(out_io.err, label, read.problems());
     return kExitBadInput;
   }
   const scenarios::ScenarioSpec& scenario = read.value();
   print_input_warnings(out_io.err, label, scenario.input_warnings);
+  for (const scenarios::Problem& p : scenario.plan_problems) {
+    out_io.err << "podsim sweep: warning: " << label << ": the scenario's own plan is invalid ("
+               << p.to_string() << "); it is left out and the other plans are swept\n";
+  }
 
   std::vector<int64_t> counts;
   if (values.count("gpus") != 0) {
@@ -361,6 +412,23 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       problems.push_back({"--micro-batches", "every size must be at least 1", "e.g. 1,2,4"});
     }
   }
+  if (values.count("fix") != 0) {
+    std::vector<std::string> pinned;
+    for (const std::string& item : values["fix"].as<std::vector<std::string>>()) {
+      if (auto problem = scenarios::apply_sweep_fix(item, options.space, pinned)) {
+        problems.push_back(*problem);
+      }
+    }
+  }
+  if (values.count("min-headroom") != 0) {
+    scenarios::Result<scenarios::HeadroomRequirement> headroom =
+        scenarios::parse_min_headroom(values["min-headroom"].as<std::string>());
+    if (headroom.ok()) {
+      options.min_headroom = headroom.value();
+    } else {
+      problems.insert(problems.end(), headroom.problems().begin(), headroom.problems().end());
+    }
+  }
   if (!(options.tokens > 0) || !std::isfinite(options.tokens)) {
     problems.push_back({"--tokens", "must be a positive number of tokens", "e.g. 1e12"});
   }
@@ -404,7 +472,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     print_problems(out_io.err, "sweep", run.problems());
     return kExitBadInput;
   }
-  const scenarios::SweepOutcome& outcome = run.value();
+  scenarios::SweepOutcome& outcome = run.value();
+  // Only the leader reports, so only it simulates the validation family.
+  if (leader) scenarios::mark_ties(outcome, model_errors(scenario, outcome.targets));
   const std::vector<std::string> space =
       scenarios::describe_sweep_space(scenario, outcome.targets, options.space);
   out_io.out << (values.count("json") != 0

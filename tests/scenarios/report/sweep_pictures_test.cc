@@ -14,6 +14,7 @@
 #include <string>
 
 #include "hwmodels/memory_model.h"
+#include "scenarios/report/sweep_charts.h"
 #include "scenarios/report/sweep_report.h"
 #include "scenarios/report/timeline_svg.h"
 #include "scenarios/report/trace.h"
@@ -323,6 +324,34 @@ TEST(SweepReport, HtmlIsSelfContainedAndJsonHasTheContractKeys) {
   // Every simulated plan that fits is a CSV row.
   const std::string csv = sweep_csv(o);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), o.ranked.size() + 1);
+}
+
+TEST(SweepCharts, AxesSpanningDecadesAreLogarithmicAndPointsCarryTheirLabels) {
+  using sweep_charts::Series;
+  // Step times of 0.05 s and 20 s: on a linear axis the first sits on zero.
+  const std::vector<Series> decades{
+      {"h100", "#1f77b4", {{1024, 20.0}, {8192, 0.05}}, true, 3, {"20.0 s", "50.0 ms"}}};
+  const std::string log_chart = sweep_charts::chart("t", "GPUs", "step time (s)", decades, true);
+  EXPECT_NE(log_chart.find("step time (s) (log scale)"), std::string::npos) << log_chart;
+  EXPECT_NE(log_chart.find(">50.0 ms<"), std::string::npos);
+  EXPECT_NE(log_chart.find(">0.1<"), std::string::npos);  // a tick per 1-2-5 of each decade
+  EXPECT_NE(log_chart.find(">10<"), std::string::npos);
+  // Within a decade the axis stays linear from zero.
+  const std::vector<Series> close{{"h100", "#1f77b4", {{1024, 6.0}, {2048, 3.5}}, true, 3, {}}};
+  const std::string linear = sweep_charts::chart("t", "GPUs", "step time (s)", close, true);
+  EXPECT_EQ(linear.find("log scale"), std::string::npos);
+  EXPECT_NE(linear.find(">0<"), std::string::npos);
+  // Bars: one per target, each with its value written above it.
+  const std::string bars = sweep_charts::bar_chart(
+      "Step time", "s", {{"h100-sxm-80g", "", 6.7, "6.72 s", "#1f77b4"},
+                         {"b200", "", 3.1, "3.10 s", "#ff7f0e"}});
+  EXPECT_NE(bars.find(">6.72 s<"), std::string::npos);
+  EXPECT_NE(bars.find(">b200<"), std::string::npos);
+  size_t rects = 0;
+  for (size_t at = bars.find("<rect"); at != std::string::npos; at = bars.find("<rect", at + 1)) {
+    ++rects;
+  }
+  EXPECT_EQ(rects, 2u);
 }
 
 }  // namespace

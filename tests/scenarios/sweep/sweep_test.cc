@@ -70,7 +70,8 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
   const ScenarioSpec spec = read_ok(small_scenario(2, 16, kPlan));
   const std::vector<SweepCandidate> plans = enumerate_plans(spec, own_target(spec), {});
   ASSERT_GT(plans.size(), 500u);
-  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int, int64_t, int, int64_t>>
+  std::set<
+      std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int, int, int64_t, int, int64_t>>
       seen;
   for (const SweepCandidate& c : plans) {
     const strategies::ParallelPlan& p = c.plan;
@@ -89,7 +90,8 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
     EXPECT_TRUE(strategies::validate(job).empty());
     // No plan twice.
     EXPECT_TRUE(seen.emplace(p.tp, p.cp, p.pp, p.dp, static_cast<int>(p.schedule), p.virtual_stages,
-                             static_cast<int>(p.recompute.mode), c.micro_batch, p.zero,
+                             static_cast<int>(p.recompute.mode), static_cast<int>(p.context),
+                             c.micro_batch, p.zero,
                              p.shard_group)
                     .second);
   }
