@@ -88,7 +88,10 @@ TEST(InputTrapsCli, GpuTypesTakeCommonNamesAndSuggestByPrefix) {
       {"sweep", file, "--gpu-types", "h100,H100 SXM", "--top", "3", "--json", "--quiet"}, 120);
   ASSERT_EQ(named.exit_code, 0) << named.err;
   EXPECT_EQ(named.out, full.out);
-  for (const json& row : json::parse(named.out).at("results")) {
+  // The parsed document must outlive the loop: a range-for over a member of a
+  // temporary reads freed memory.
+  const json named_report = json::parse(named.out);
+  for (const json& row : named_report.at("results")) {
     EXPECT_EQ(row.at("plan").at("gpu"), "h100-sxm-80g");
   }
 
