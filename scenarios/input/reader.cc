@@ -362,7 +362,8 @@ void SpecBuilder::build_training(strategies::TrainingSetup& t) {
   } else {
     t.precision = sim::NumberFormat::kBf16;
   }
-  recipe_ = text("/training/precision_recipe").value_or("");
+  const std::optional<std::string> recipe = text("/training/precision_recipe");
+  recipe_ = recipe.value_or("");
   const std::pair<const char*, strategies::PrecisionRecipe> recipes[] = {
       {"delayed", strategies::PrecisionRecipe::kDelayed},
       {"tensorwise", strategies::PrecisionRecipe::kTensorwise},
@@ -371,9 +372,7 @@ void SpecBuilder::build_training(strategies::TrainingSetup& t) {
       {"nvfp4", strategies::PrecisionRecipe::kNvfp4},
       {"aqt-int8", strategies::PrecisionRecipe::kAqtInt8},
       {"fp8_full", strategies::PrecisionRecipe::kFp8Full}};
-  for (const auto& [name, recipe] : recipes) {
-    if (recipe_ == name) t.recipe = recipe;
-  }
+  t.recipe = pick(recipe, recipes, t.recipe);
   // NVFP4 is the one fp4 recipe (Megatron's Fp4Recipe {nvfp4, custom}).
   if (t.precision == sim::NumberFormat::kFp4 && recipe_.empty()) {
     t.recipe = strategies::PrecisionRecipe::kNvfp4;
@@ -423,7 +422,7 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
     for (size_t i = 0; i < modules->second; ++i) {
       const std::string path = "/parallelism/recompute_modules/" + std::to_string(i);
       const std::optional<std::string> module = text(path);
-      if (!module) continue;
+      if (!module) continue;  // a bad value: the checker has said so
       const std::pair<const char*, strategies::RecomputeModule> names[] = {
           {"core_attn", strategies::RecomputeModule::kCoreAttn},
           {"mlp", strategies::RecomputeModule::kMlp},
@@ -432,9 +431,7 @@ void SpecBuilder::build_plan(strategies::ParallelPlan& p) {
           {"layernorm", strategies::RecomputeModule::kLayerNorm},
           {"mla_up_proj", strategies::RecomputeModule::kMlaUpProj},
           {"shared_experts", strategies::RecomputeModule::kSharedExperts}};
-      for (const auto& [name, bit] : names) {
-        if (*module == name) p.recompute.modules |= strategies::module_bit(bit);
-      }
+      p.recompute.modules |= strategies::module_bit(pick(module, names, names[0].second));
     }
   }
   build_offload(p);
@@ -508,10 +505,7 @@ void SpecBuilder::build_offload(strategies::ParallelPlan& p) {
   for (size_t i = 0; i < size->second; ++i) {
     const std::optional<std::string> tensor =
         text("/parallelism/activation_offload/" + std::to_string(i));
-    if (!tensor) continue;
-    for (const auto& [name, bits] : names) {
-      if (*tensor == name) p.activation_offload |= bits;
-    }
+    if (tensor) p.activation_offload |= pick(tensor, names, uint32_t{0});
   }
 }
 

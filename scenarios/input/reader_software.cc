@@ -12,19 +12,6 @@ namespace {
 
 constexpr const char* kSetInScenario = "set in the scenario";
 
-/// An enum key's value mapped through (name, value) pairs; the checker has
-/// accepted only declared names, so an unknown one is a bug.
-template <typename T, size_t N>
-T pick(const std::optional<std::string>& name, const std::pair<const char*, T> (&choices)[N],
-       T fallback) {
-  if (!name) return fallback;
-  for (const auto& [text, value] : choices) {
-    if (*name == text) return value;
-  }
-  std::fprintf(stderr, "podsim: internal: undeclared software value %s\n", name->c_str());
-  std::abort();
-}
-
 }  // namespace
 
 std::string SpecBuilder::mechanism_source(const std::string& path) const {

@@ -35,6 +35,20 @@ inline std::optional<int64_t> checked_product(std::initializer_list<int64_t> fac
   return product;
 }
 
+/// An enum key's value mapped through (name, value) pairs; the checker has
+/// accepted only declared names (a bad value reads as nullopt), so an unknown
+/// one is a bug.
+template <typename T, size_t N>
+T pick(const std::optional<std::string>& name, const std::pair<const char*, T> (&choices)[N],
+       T fallback) {
+  if (!name) return fallback;
+  for (const auto& [text, value] : choices) {
+    if (*name == text) return value;
+  }
+  std::fprintf(stderr, "podsim: internal: undeclared value %s\n", name->c_str());
+  std::abort();
+}
+
 /// Up to `limit` divisors of n, ascending ("1, 2, 4, 8").
 inline std::string divisors_text(int64_t n, size_t limit = 10) {
   std::vector<std::string> divisors;

@@ -36,7 +36,7 @@ using sweep_labels::headroom_text;
 using sweep_labels::own_row;
 using sweep_labels::price_text;
 using sweep_labels::swept_title;
-using sweep_labels::ties_text;
+using sweep_labels::tie_lines;
 using sweep_labels::tokens_text;
 using sweep_labels::variant_names;
 using sweep_charts::Bar;
@@ -265,18 +265,10 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
        "with the fewest collectives per step, else the least memory held between steps, else "
        "the lower ZeRO stage (hover for the reason). Green: on the Pareto front. vs best: tied = within the model's "
        "measured error of its target's fastest step.</p>\n";
-  const std::string ties = ties_text(o);
+  const std::vector<std::string> ties = tie_lines(o);
   if (!ties.empty()) {
     h += "<p>Tied means:</p>\n<ul>\n";
-    size_t from = 0;
-    while (from <= ties.size()) {
-      const size_t nl = ties.find('\n', from);
-      h += "<li>" +
-           xml_escape(ties.substr(from, nl == std::string::npos ? std::string::npos : nl - from)) +
-           "</li>\n";
-      if (nl == std::string::npos) break;
-      from = nl + 1;
-    }
+    for (const std::string& line : ties) h += "<li>" + xml_escape(line) + "</li>\n";
     h += "</ul>\n";
   }
   h += "<table>\n<tr><th>rank</th><th>GPUs</th><th class=\"l\">GPU</th><th>tp</th><th>cp</th>"

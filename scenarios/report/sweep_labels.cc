@@ -280,18 +280,18 @@ std::string variants_text(const SweepOutcome& o, size_t k) {
   return "also " + twins + ", with identical results; shown: " + o.ranked[k].preferred_because;
 }
 
-std::string ties_text(const SweepOutcome& o) {
-  std::string out;
+std::vector<std::string> tie_lines(const SweepOutcome& o) {
+  std::vector<std::string> out;
   for (size_t t = 0; t < o.model_error.size() && t < o.targets.size(); ++t) {
     const std::optional<TargetModelError>& e = o.model_error[t];
     if (!e) continue;
     // Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on
     // a literal + std::string&& (as in dollars()).
-    if (!out.empty()) out += '\n';
-    out += std::to_string(o.targets[t].gpus);
-    out += " x " + o.targets[t].gpu + ": within " + format_percent(e->mape) +
-           " of its fastest step, the validation MAPE of family " + e->family + " (" +
-           std::to_string(e->cases) + " cases; " + e->basis + ")";
+    std::string line = std::to_string(o.targets[t].gpus);
+    line += " x " + o.targets[t].gpu + ": within " + format_percent(e->mape) +
+            " of its fastest step, the validation MAPE of family " + e->family + " (" +
+            std::to_string(e->cases) + " cases; " + e->basis + ")";
+    out.push_back(std::move(line));
   }
   return out;
 }

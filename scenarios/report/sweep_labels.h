@@ -72,9 +72,9 @@ std::string variant_names(const SweepOutcome& o, size_t k);
 std::string variants_text(const SweepOutcome& o, size_t k);
 /// Whether ranked[k] is a row of its own (not collapsed into another).
 inline bool own_row(const SweepOutcome& o, size_t k) { return !o.ranked[k].collapsed_into; }
-/// What "tied" means for this sweep: each target's error, its family and
-/// why that family; "" when no target has one.
-std::string ties_text(const SweepOutcome& o);
+/// What "tied" means for this sweep, a line per target that has an error:
+/// the error, its family and why that family; empty when none has one.
+std::vector<std::string> tie_lines(const SweepOutcome& o);
 /// "--min-headroom 4.0 GiB" / "--min-headroom 10.0% of the GPU's memory"; ""
 /// without one.
 std::string headroom_text(const SweepOutcome& o);

@@ -39,7 +39,7 @@ using sweep_labels::target_text;
 using sweep_labels::headroom_text;
 using sweep_labels::own_row;
 using sweep_labels::swept_title;
-using sweep_labels::ties_text;
+using sweep_labels::tie_lines;
 using sweep_labels::tokens_text;
 using sweep_labels::variants_text;
 
@@ -432,17 +432,10 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
       if (!v.empty()) collapsed += "  rank " + std::to_string(k + 1) + ": " + v + "\n";
     }
     if (!collapsed.empty()) out += "Rows standing for several plans:\n" + collapsed;
-    const std::string ties = ties_text(o);
+    const std::vector<std::string> ties = tie_lines(o);
     if (!ties.empty()) {
       out += "Tied: the ranking cannot tell apart step times within the model's measured error:\n";
-      size_t from = 0;
-      while (from <= ties.size()) {
-        const size_t nl = ties.find('\n', from);
-        out += "  " + ties.substr(from, nl == std::string::npos ? std::string::npos : nl - from) +
-               "\n";
-        if (nl == std::string::npos) break;
-        from = nl + 1;
-      }
+      for (const std::string& line : ties) out += "  " + line + "\n";
     }
     out += "Pareto front (time to train vs cost):";
     for (size_t k : o.pareto) {

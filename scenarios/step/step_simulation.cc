@@ -306,8 +306,9 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
         add_moe(cost, op, count * tx, count * tx * (1 - 1 / std::max(1.0, op.imbalance)));
       } else {
-        const double t = count * slowdown * pricer.op_time(work, s, i);
-        repeat_s += static_cast<double>(op.count) * slowdown * pricer.op_time(work, s, i);
+        const double op_s = pricer.op_time(work, s, i);
+        const double t = count * slowdown * op_s;
+        repeat_s += static_cast<double>(op.count) * slowdown * op_s;
         add_op(cost, op, t, t);
         add_moe(cost, op, t, count * slowdown * pricer.imbalance_time(work, s, i));
       }

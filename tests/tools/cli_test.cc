@@ -23,13 +23,6 @@ std::string source(const std::string& relative) {
   return path;
 }
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
-
 TEST(Cli, TopLevelHelpAndErrors) {
   const RunResult help = run_podsim({"--help"});
   EXPECT_EQ(help.exit_code, 0);

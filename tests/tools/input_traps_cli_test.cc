@@ -15,13 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
-
 std::string example(const std::string& name) {
   std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/scenarios/examples/" + name);
   std::stringstream s;

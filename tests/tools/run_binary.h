@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -80,6 +83,15 @@ inline RunResult run_podsim(const std::vector<std::string>& args, double timeout
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;
+}
+
+/// Writes `content` to a file named `name` in the test's temporary folder;
+/// returns its path.
+inline std::string write_temp(const std::string& name, const std::string& content) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  return path;
 }
 
 /// Text a crash, an uncaught exception or a sanitizer would leave behind.

@@ -19,13 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
-
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
