@@ -26,7 +26,7 @@ struct HostCost {
   /// Per rank of the group, per collective called with a list of per-rank
   /// tensors: the copy between that rank's view and NCCL's flat buffer.
   double rank_list_entry_s = 0;
-  double dtensor_dispatch_s = 0;      ///< per tensor per DTensor-dispatched op
+  double dtensor_dispatch_s = 0;  ///< per tensor per DTensor-dispatched op
   CudaGraphs graphs = CudaGraphs::kNone;
   /// One cudaGraphLaunch: 41 us for a graph of 72 us of kernels
   /// (pytorch#150488's breakdown, kernels-host-power.md 3.1).

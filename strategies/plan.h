@@ -15,14 +15,14 @@ enum class Optimizer : uint8_t { kAdam, kSgd };
 /// format 1.2): which casts, amax passes and scale layouts each operand of a
 /// quantized GEMM costs (strategies/elementwise_ops.cc, with sources).
 enum class PrecisionRecipe : uint8_t {
-  kSoftware,   ///< unset: the software preset's fp8 recipe
-  kDelayed,    ///< per-tensor scale from the amax history (TE DelayedScaling)
-  kTensorwise, ///< per-tensor scale from the current amax (TE Float8CurrentScaling)
-  kBlockwise,  ///< 1x128 activation / 128x128 weight blocks (TE Float8BlockScaling)
-  kMxfp8,      ///< 1x32 blocks with E8M0 scales, Blackwell (TE MXFP8BlockScaling)
-  kNvfp4,      ///< 1x16 blocks, E4M3 scales + per-tensor fp32 (TE NVFP4BlockScaling)
-  kAqtInt8,    ///< MaxText's AQT int8: per-channel scales computed every call
-  kFp8Full,    ///< delayed-scaled fp8 linears and fp8 attention (TE fp8_dpa)
+  kSoftware,    ///< unset: the software preset's fp8 recipe
+  kDelayed,     ///< per-tensor scale from the amax history (TE DelayedScaling)
+  kTensorwise,  ///< per-tensor scale from the current amax (TE Float8CurrentScaling)
+  kBlockwise,   ///< 1x128 activation / 128x128 weight blocks (TE Float8BlockScaling)
+  kMxfp8,       ///< 1x32 blocks with E8M0 scales, Blackwell (TE MXFP8BlockScaling)
+  kNvfp4,       ///< 1x16 blocks, E4M3 scales + per-tensor fp32 (TE NVFP4BlockScaling)
+  kAqtInt8,     ///< MaxText's AQT int8: per-channel scales computed every call
+  kFp8Full,     ///< delayed-scaled fp8 linears and fp8 attention (TE fp8_dpa)
 };
 
 /// Batch, sequence and arithmetic of one optimizer step.

@@ -168,7 +168,7 @@ struct HostWork {
   /// Rank slots of collectives called with per-rank tensor lists: the group
   /// size, once per such collective.
   double rank_list_entries = 0;
-  double dtensor_dispatches = 0;      ///< ops dispatched tensor by tensor through DTensor
+  double dtensor_dispatches = 0;  ///< ops dispatched tensor by tensor through DTensor
 };
 
 /// What one task runs. Many tasks share one work (all forwards of a chunk).

@@ -342,7 +342,8 @@ std::optional<CheckedValue> convert_value(const json& value, const KeyDecl& decl
                 " preset " + quote_for_message(text);
       hint = match.ambiguous.empty()
                  ? enum_hint(text, names)
-                 : quote_for_message(text) + " could be " + join_list(match.ambiguous, 40) + ": give more of the name";
+                 : quote_for_message(text) + " could be " + join_list(match.ambiguous, 40) +
+                       ": give more of the name";
       return std::nullopt;
     }
     case KeyKind::kObject:
@@ -615,8 +616,8 @@ struct Checker::Walk {
   /// A preset named by a prefix or common name: the reader says which it took.
   void note_resolved(const std::string& path, const std::string& given, const std::string& name) {
     if (given == name) return;
-    add_problem(out.notes, {checker.prefix_ + path, quote_for_message(given) + " read as preset '" +
-                                                        name + "'",
+    add_problem(out.notes, {checker.prefix_ + path,
+                            quote_for_message(given) + " read as preset '" + name + "'",
                             "write \"" + name + "\" to be sure"});
   }
 

@@ -592,7 +592,8 @@ Result<ScenarioSpec> read_scenario_json(const json& scenario, const ReadOptions&
     };
     std::vector<Problem> kept;
     for (size_t i = 0; i < problems.size(); ++i) {
-      const bool set_aside = i >= builder.problems_before_job_checks() && about_plan(problems[i].path);
+      const bool set_aside =
+          i >= builder.problems_before_job_checks() && about_plan(problems[i].path);
       (set_aside ? spec.plan_problems : kept).push_back(problems[i]);
     }
     problems = std::move(kept);

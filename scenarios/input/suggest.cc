@@ -55,8 +55,8 @@ std::vector<std::string> name_words(std::string_view text) {
   }
   if (words.back().empty()) words.pop_back();
   for (std::string& w : words) {
-    const bool size = w.size() > 2 && w.ends_with("gb") &&
-                      w.find_first_not_of("0123456789") == w.size() - 2;
+    const bool size =
+        w.size() > 2 && w.ends_with("gb") && w.find_first_not_of("0123456789") == w.size() - 2;
     if (size) w.pop_back();
   }
   return words;
@@ -112,8 +112,8 @@ NameMatch match_name(std::string_view word, const std::vector<std::string>& name
   }
   std::vector<std::string> words = name_words(word);
   constexpr std::string_view kVendors[] = {"nvidia", "amd", "google"};
-  if (words.size() > 1 && std::find(std::begin(kVendors), std::end(kVendors), words.front()) !=
-                              std::end(kVendors)) {
+  if (words.size() > 1 &&
+      std::find(std::begin(kVendors), std::end(kVendors), words.front()) != std::end(kVendors)) {
     words.erase(words.begin());
   }
   std::string folded;

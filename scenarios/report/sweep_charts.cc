@@ -78,8 +78,8 @@ const std::vector<std::string>& palette() {
   return colors;
 }
 
-std::string chart(const std::string& title, const std::string& x_label,
-                  const std::string& y_label, const std::vector<Series>& series, bool log2_x) {
+std::string chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                  const std::vector<Series>& series, bool log2_x) {
   constexpr double kW = 560, kH = 320, kL = 70, kR = 30, kT = 30, kB = 70;
   const double pw = kW - kL - kR, ph = kH - kT - kB;
   std::vector<double> xs, ys;
@@ -171,8 +171,8 @@ std::string bar_chart(const std::string& title, const std::string& y_label,
   for (const std::string& g : groups) {
     const double n = static_cast<double>(
         std::count_if(bars.begin(), bars.end(), [&](const Bar& b) { return b.group == g; }));
-    group_width.push_back(
-        std::max(n * kBar, kCharWidth * static_cast<double>(g.size()) + 8) + kGap);
+    group_width.push_back(std::max(n * kBar, kCharWidth * static_cast<double>(g.size()) + 8) +
+                          kGap);
   }
   double width = kL + kR;
   for (double w : group_width) width += w;

@@ -25,8 +25,8 @@ const std::vector<std::string>& palette();
 /// value (GPU counts); otherwise an axis whose positive values span a factor
 /// of 10 or more is drawn on a log10 scale (and says so in its label), so
 /// that small values are not flattened onto zero.
-std::string chart(const std::string& title, const std::string& x_label,
-                  const std::string& y_label, const std::vector<Series>& series, bool log2_x);
+std::string chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                  const std::vector<Series>& series, bool log2_x);
 
 struct Bar {
   std::string group;  ///< under the group of bars ("h100-sxm-80g")

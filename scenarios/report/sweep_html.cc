@@ -14,7 +14,13 @@
 
 namespace podsim::scenarios {
 
+using sweep_charts::Bar;
+using sweep_charts::bar_chart;
+using sweep_charts::chart;
+using sweep_charts::palette;
+using sweep_charts::Series;
 using sweep_labels::baseline_rank_text;
+using sweep_labels::best_per_target;
 using sweep_labels::context_name;
 using sweep_labels::cost_text;
 using sweep_labels::counts_text;
@@ -24,26 +30,20 @@ using sweep_labels::ettr;
 using sweep_labels::fixed;
 using sweep_labels::front_flags;
 using sweep_labels::g9;
+using sweep_labels::headroom_text;
 using sweep_labels::kGiB;
 using sweep_labels::order_text;
+using sweep_labels::own_row;
+using sweep_labels::price_text;
 using sweep_labels::recompute_name;
 using sweep_labels::schedule_name;
 using sweep_labels::si_count;
+using sweep_labels::swept_title;
 using sweep_labels::target_notes;
 using sweep_labels::target_text;
-using sweep_labels::best_per_target;
-using sweep_labels::headroom_text;
-using sweep_labels::own_row;
-using sweep_labels::price_text;
-using sweep_labels::swept_title;
 using sweep_labels::tie_lines;
 using sweep_labels::tokens_text;
 using sweep_labels::variant_names;
-using sweep_charts::Bar;
-using sweep_charts::bar_chart;
-using sweep_charts::chart;
-using sweep_charts::palette;
-using sweep_charts::Series;
 
 namespace {
 
@@ -183,8 +183,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
       ts.points.emplace_back(static_cast<double>(target.gpus), r.outcome.step_time_s);
       cs.points.emplace_back(static_cast<double>(target.gpus), cost_of(r));
       const std::string count = counts.size() > 1 ? std::to_string(target.gpus) + " GPUs" : "";
-      time_bars.push_back(
-          {gpu_types[g], count, r.outcome.step_time_s, format_seconds(r.outcome.step_time_s), color});
+      time_bars.push_back({gpu_types[g], count, r.outcome.step_time_s,
+                           format_seconds(r.outcome.step_time_s), color});
       cost_bars.push_back({gpu_types[g], count, cost_of(r), cost_label_of(r), color});
     }
     std::sort(ts.points.begin(), ts.points.end());
@@ -223,8 +223,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
        ". Expected time and cost to train " + tokens_text(o.tokens) +
        " tokens, the job's failures, checkpoint saves and restarts included.";
   if (!headroom_text(o).empty()) {
-    h += " Plans leaving less free memory than " + xml_escape(headroom_text(o)) +
-         " are not ranked.";
+    h +=
+        " Plans leaving less free memory than " + xml_escape(headroom_text(o)) + " are not ranked.";
   }
   h += "</p>\n";
   for (const Problem& p : scenario.plan_problems) {
@@ -233,12 +233,11 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
     h += "<p>Scenario's own plan (" + xml_escape(sweep_plan_label(b.candidate)) + "): ";
-    h += b.outcome.error.empty()
-             ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) + ", MFU " +
-                   xml_escape(format_percent(b.outcome.mfu)) + ", " +
-                   xml_escape(baseline_rank_text(b, o.min_headroom)) +
-                   (b.index ? "" : " (outside the swept space)")
-             : "failed: " + xml_escape(b.outcome.error);
+    h += b.outcome.error.empty() ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) +
+                                       ", MFU " + xml_escape(format_percent(b.outcome.mfu)) + ", " +
+                                       xml_escape(baseline_rank_text(b, o.min_headroom)) +
+                                       (b.index ? "" : " (outside the swept space)")
+                                 : "failed: " + xml_escape(b.outcome.error);
     h += ".</p>\n";
   }
   h += best_table_html(o);
@@ -263,7 +262,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
        "the row a plan shares). Plans with identical simulated results share one row, under "
        "\"identical variants\" (what their plans change, and their ranks); the row shows the one "
        "with the fewest collectives per step, else the least memory held between steps, else "
-       "the lower ZeRO stage (hover for the reason). Green: on the Pareto front. vs best: tied = within the model's "
+       "the lower ZeRO stage (hover for the reason). Green: on the Pareto front. vs best: tied = "
+       "within the model's "
        "measured error of its target's fastest step.</p>\n";
   const std::vector<std::string> ties = tie_lines(o);
   if (!ties.empty()) {
@@ -308,9 +308,8 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
          "</td><td>" + xml_escape(format_seconds(r.outcome.exposed_comm_s)) + "</td><td>" +
          xml_escape(duration_text(r.train_time_s)) + "</td><td>" +
          xml_escape(format_percent(ettr(r))) + "</td><td>" + xml_escape(cost_text(o, r)) +
-         "</td><td>" + vs_best + "</td><td class=\"v\" title=\"" +
-         xml_escape(r.preferred_because) + "\">" + xml_escape(variant_names(o, k)) +
-         "</td></tr>\n";
+         "</td><td>" + vs_best + "</td><td class=\"v\" title=\"" + xml_escape(r.preferred_because) +
+         "\">" + xml_escape(variant_names(o, k)) + "</td></tr>\n";
   }
   h += "</table>\n<h2>Hardware targets</h2>\n<ul>\n";
   for (const SweepTarget& t : o.targets) h += "<li>" + xml_escape(target_text(o, t)) + "</li>\n";

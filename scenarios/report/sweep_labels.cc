@@ -229,9 +229,9 @@ std::string swept_title(const ScenarioSpec& scenario, const SweepOutcome& o) {
   const std::string model = scenario.model.name.empty() || scenario.model.name == "custom"
                                 ? "the model of '" + scenario.name + "'"
                                 : scenario.model.name;
-  return model + ", seq " + std::to_string(scenario.training.seq_len) +
-         ", global batch " + std::to_string(scenario.training.global_batch) + " on " +
-         either(counts) + " GPUs of " + either(types);
+  return model + ", seq " + std::to_string(scenario.training.seq_len) + ", global batch " +
+         std::to_string(scenario.training.global_batch) + " on " + either(counts) + " GPUs of " +
+         either(types);
 }
 
 namespace {
@@ -301,7 +301,8 @@ std::string headroom_text(const SweepOutcome& o) {
   if (h.bytes <= 0 && h.fraction <= 0) return "";
   std::string s = "--min-headroom ";
   if (h.bytes > 0) s += format_bytes(h.bytes);
-  if (h.fraction > 0) s += (h.bytes > 0 ? " and " : "") + format_percent(h.fraction) + " of the GPU's memory";
+  if (h.fraction > 0)
+    s += (h.bytes > 0 ? " and " : "") + format_percent(h.fraction) + " of the GPU's memory";
   return s;
 }
 

@@ -44,7 +44,8 @@ std::vector<bool> front_flags(const SweepOutcome& o);
 /// "rank 3", with the worst rank when bounds left it open, or why it does
 /// not fit.
 /// A fitting baseline with less free memory than `headroom` says so.
-std::string baseline_rank_text(const SweepOutcome::Baseline& b, const HeadroomRequirement& headroom);
+std::string baseline_rank_text(const SweepOutcome::Baseline& b,
+                               const HeadroomRequirement& headroom);
 /// The targets' notes and price sources, each once, in order of appearance.
 std::vector<std::string> target_notes(const SweepOutcome& o);
 /// "N valid plans: ... pruned, ... skipped, ... simulated (...)".

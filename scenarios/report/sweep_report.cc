@@ -28,17 +28,17 @@ using sweep_labels::ettr;
 using sweep_labels::fixed;
 using sweep_labels::front_flags;
 using sweep_labels::g9;
+using sweep_labels::headroom_text;
 using sweep_labels::kGiB;
 using sweep_labels::order_text;
+using sweep_labels::own_row;
 using sweep_labels::price_text;
 using sweep_labels::recompute_name;
 using sweep_labels::schedule_name;
 using sweep_labels::si_count;
+using sweep_labels::swept_title;
 using sweep_labels::target_notes;
 using sweep_labels::target_text;
-using sweep_labels::headroom_text;
-using sweep_labels::own_row;
-using sweep_labels::swept_title;
 using sweep_labels::tie_lines;
 using sweep_labels::tokens_text;
 using sweep_labels::variants_text;
@@ -155,22 +155,28 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
   out.push_back("recompute: " + list(space.recompute, [](RecomputeMode m) {
                   return recompute_name(strategies::Recompute{m, 0});
                 }));
-  out.push_back("zero: " + list(space.zero, [](int z) { return std::to_string(z); }) +
-                (space.hsdp && std::find(space.zero.begin(), space.zero.end(), 3) != space.zero.end()
-                     ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp"
-                     : "") +
-                "; sharding only when dp*cp > 1");
+  out.push_back(
+      "zero: " + list(space.zero, [](int z) { return std::to_string(z); }) +
+      (space.hsdp && std::find(space.zero.begin(), space.zero.end(), 3) != space.zero.end()
+           ? "; ZeRO-3 also as HSDP with every shard group dividing dp*cp"
+           : "") +
+      "; sharding only when dp*cp > 1");
   out.push_back("context-parallel algorithm (cp > 1): " +
                 list(space.context_algorithms,
                      [](strategies::ContextAlgorithm a) { return std::string(context_name(a)); }));
   const SweepSpace::Pinned& pin = space.pinned;
   std::string pinned;
-  for (const auto& [name, value] :
-       std::vector<std::pair<const char*, std::optional<int64_t>>>{
-           {"tp", pin.tp}, {"cp", pin.cp}, {"pp", pin.pp}, {"dp", pin.dp}, {"ep", pin.ep},
-           {"expert_tp", pin.expert_tp}, {"virtual_stages", pin.virtual_stages},
+  for (const auto& [name, value] : std::vector<std::pair<const char*, std::optional<int64_t>>>{
+           {"tp", pin.tp},
+           {"cp", pin.cp},
+           {"pp", pin.pp},
+           {"dp", pin.dp},
+           {"ep", pin.ep},
+           {"expert_tp", pin.expert_tp},
+           {"virtual_stages", pin.virtual_stages},
            {"shard_group", pin.shard_group}}) {
-    if (value) pinned += (pinned.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(*value);
+    if (value)
+      pinned += (pinned.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(*value);
   }
   if (!pinned.empty()) out.push_back("pinned by --fix: " + pinned);
   out.push_back(
@@ -335,9 +341,8 @@ namespace {
 
 // Each target's fastest plan side by side: which hardware, at what cost.
 std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
-  std::vector<std::vector<std::string>> rows{{"GPUs", "type", "plan", "step", "tokens/s/GPU",
-                                              "MFU", "headroom", "price", "train time", "cost",
-                                              "rank"}};
+  std::vector<std::vector<std::string>> rows{{"GPUs", "type", "plan", "step", "tokens/s/GPU", "MFU",
+                                              "headroom", "price", "train time", "cost", "rank"}};
   const std::vector<std::optional<size_t>> best = best_per_target(o);
   for (size_t t = 0; t < o.targets.size(); ++t) {
     const SweepTarget& target = o.targets[t];
@@ -360,7 +365,8 @@ std::vector<std::vector<std::string>> best_rows(const SweepOutcome& o) {
 
 /// "best" for a target's fastest plan, "tied" for one within the model's
 /// error of it.
-std::string tie_mark(const SweepOutcome& o, size_t k, const std::vector<std::optional<size_t>>& best) {
+std::string tie_mark(const SweepOutcome& o, size_t k,
+                     const std::vector<std::optional<size_t>>& best) {
   const uint32_t t = o.candidates[o.ranked[k].index].target;
   if (best[t] && *best[t] == k) return "best";
   return o.ranked[k].tied_with_best ? "tied" : "";
@@ -420,8 +426,9 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
     for (size_t k = 0; k < o.ranked.size() && k < o.top_k; ++k) rows += own_row(o, k) ? 1 : 0;
     const size_t top = std::min(o.top_k, o.ranked.size());
     out += "Top " + std::to_string(top) + " by expected time to train" +
-           (rows < top ? " in " + std::to_string(rows) + " rows (plans with identical results "
-                                                          "share a row)"
+           (rows < top ? " in " + std::to_string(rows) +
+                             " rows (plans with identical results "
+                             "share a row)"
                        : std::string()) +
            " (front: on the Pareto front of time against cost; vs best: tied = within the "
            "model's measured error of its target's fastest step)\n";

@@ -152,8 +152,7 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   for (const auto& [fill, label] : legend) {
     legend_widths.push_back(16 + kTaskLegendChar * static_cast<double>(label.size()) + 14);
   }
-  const std::vector<std::pair<double, int>> legend_at =
-      flow(legend_widths, kLeft, width - kRight);
+  const std::vector<std::pair<double, int>> legend_at = flow(legend_widths, kLeft, width - kRight);
 
   const double gantt_top = 56;
   const double axis_y = gantt_top + kRowHeight * static_cast<double>(rows.size()) + 4;
@@ -268,10 +267,9 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
           if (k > i) ids += ' ';
           ids += std::to_string(lane[k].id);
         }
-        const auto most = std::max_element(kinds.begin(), kinds.end(), [](const auto& a,
-                                                                           const auto& b) {
-          return a.second.first < b.second.first;
-        });
+        const auto most = std::max_element(
+            kinds.begin(), kinds.end(),
+            [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
         std::string title = std::to_string(j - i) + " tasks, each under a pixel wide:";
         for (size_t k = 0; k < kinds.size(); ++k) {
           title += k > 0 ? ", " : " ";

@@ -166,8 +166,8 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
       auto at = [&](int64_t instance) {
         const double offset_s = c.start_s + static_cast<double>(instance / c.count) * c.repeat_s +
                                 static_cast<double>(instance % c.count) * c.step_s;
-        return std::min(end_ps, begin_ps + static_cast<int64_t>(std::llround(
-                                               offset_s * stretch * 1e12)));
+        return std::min(end_ps,
+                        begin_ps + static_cast<int64_t>(std::llround(offset_s * stretch * 1e12)));
       };
       auto draw = [&](int64_t first_instance, int64_t last_instance, const std::string& extra) {
         const int64_t from = at(first_instance);
@@ -176,8 +176,8 @@ void write_chrome_trace(std::ostream& out, const StepDetail& detail) {
         event("\"name\":" + json_quote(std::string(track) + ": " + op_name) +
               ",\"cat\":\"in_task_collective\",\"ph\":\"X\",\"pid\":" + pid +
               ",\"tid\":" + std::to_string(in_task_track(c.dim)) + ",\"ts\":" + micros(from) +
-              ",\"dur\":" + micros(to - from) + ",\"args\":{\"task\":" +
-              json_quote(s.task_name(id)) + "," + extra + "}");
+              ",\"dur\":" + micros(to - from) +
+              ",\"args\":{\"task\":" + json_quote(s.task_name(id)) + "," + extra + "}");
       };
       const int64_t instances = c.repeats * c.count;
       const auto instances_d = static_cast<double>(instances);

@@ -217,7 +217,7 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     return g;
   };
   const hwmodels::HostCost& host = pricer.host();
-  double issue_s = 0;  // host time issuing the work's kernels
+  double issue_s = 0;     // host time issuing the work's kernels
   double sequence_s = 0;  // where the ops of the work are, one after another
   double beside_at = 0;   // DualPipe's beside transfers, back to back
   for (size_t s = 0; s < w.segments.size(); ++s) {

@@ -21,8 +21,8 @@ namespace {
 /// What a user compares twins by, from the plan's schedule (one
 /// representative per stage, as the sweep simulates it).
 struct TwinFacts {
-  size_t collectives = 0;       ///< communication tasks of one step, all stages
-  double standing_bytes = 0;    ///< memory held between steps, largest stage
+  size_t collectives = 0;     ///< communication tasks of one step, all stages
+  double standing_bytes = 0;  ///< memory held between steps, largest stage
 };
 
 TwinFacts twin_facts(const ScenarioSpec& scenario, const SweepCandidate& c) {
@@ -114,8 +114,7 @@ void mark_ties(SweepOutcome& o, std::vector<std::optional<TargetModelError>> err
   }
   for (RankedPlan& r : o.ranked) {
     const uint32_t t = o.candidates[r.index].target;
-    r.tied_with_best =
-        errors[t] && r.outcome.step_time_s <= best[t] * (1.0 + errors[t]->mape);
+    r.tied_with_best = errors[t] && r.outcome.step_time_s <= best[t] * (1.0 + errors[t]->mape);
   }
   o.model_error = std::move(errors);
 }

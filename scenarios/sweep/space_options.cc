@@ -36,7 +36,9 @@ const std::vector<FixKey>& fix_keys() {
       {"cp_algorithm", {"context", "context_algorithm"}, "ring, ulysses or all_gather"},
       {"zero", {"zero_stage"}, "0, 1, 2 or 3"},
       {"shard_group", {"hsdp"}, "an HSDP shard group size, or 0 for all of dp*cp"},
-      {"schedule", {"pipeline", "pipeline_schedule"}, "gpipe, 1f1b, interleaved_1f1b or zero_bubble"},
+      {"schedule",
+       {"pipeline", "pipeline_schedule"},
+       "gpipe, 1f1b, interleaved_1f1b or zero_bubble"},
       {"virtual_stages", {"v", "vpp"}, "interleaved virtual stages, e.g. virtual_stages=4"},
       {"recompute", {}, "none, selective or full"},
       {"micro_batch", {"mb", "micro_batch_size"}, "a size, e.g. micro_batch=1"},
@@ -110,9 +112,12 @@ std::optional<Problem> apply_sweep_fix(std::string_view key_value, SweepSpace& s
   };
   SweepSpace::Pinned& pin = space.pinned;
   const std::vector<std::pair<const char*, std::optional<int64_t>*>> degrees{
-      {"tp", &pin.tp},           {"cp", &pin.cp},
-      {"pp", &pin.pp},           {"dp", &pin.dp},
-      {"ep", &pin.ep},           {"expert_tp", &pin.expert_tp},
+      {"tp", &pin.tp},
+      {"cp", &pin.cp},
+      {"pp", &pin.pp},
+      {"dp", &pin.dp},
+      {"ep", &pin.ep},
+      {"expert_tp", &pin.expert_tp},
       {"virtual_stages", &pin.virtual_stages}};
   for (const auto& [degree, slot] : degrees) {
     if (name != degree) continue;
@@ -178,8 +183,9 @@ Result<HeadroomRequirement> parse_min_headroom(std::string_view text) {
   if (end != s.c_str() && *end == '\0') {
     if (!(number >= 0 && number < 1)) {
       return std::vector<Problem>{
-          {"--min-headroom", "a bare number is a fraction of the GPU's memory and must be in [0, 1), got " +
-                                 quote_for_message(text),
+          {"--min-headroom",
+           "a bare number is a fraction of the GPU's memory and must be in [0, 1), got " +
+               quote_for_message(text),
            "for a size give its unit, e.g. " + s + "GiB"}};
     }
     HeadroomRequirement r;

@@ -152,8 +152,8 @@ struct SweepOutcome {
   uint64_t plans_pruned_memory = 0;
   uint64_t plans_skipped_by_bound = 0;
   uint64_t plans_simulated = 0;
-  uint64_t plans_not_fitting = 0;     ///< simulated, and over the memory capacity
-  uint64_t plans_failed = 0;          ///< the simulation refused them
+  uint64_t plans_not_fitting = 0;  ///< simulated, and over the memory capacity
+  uint64_t plans_failed = 0;       ///< the simulation refused them
   /// Simulated, fit, but leave less free memory than options.min_headroom.
   uint64_t plans_below_headroom = 0;
   HeadroomRequirement min_headroom;

@@ -59,7 +59,8 @@ Result<SweepHardware> sweep_hardware_preset(const std::string& given) {
       const std::string guess = closest_match(given, all);
       return std::vector<Problem>{
           {"/sweep/gpu-types", "unknown GPU or cluster preset " + quote_for_message(given),
-           !several.empty()  ? quote_for_message(given) + " could be " + join_list(several, 40) + ": give more of the name"
+           !several.empty() ? quote_for_message(given) + " could be " + join_list(several, 40) +
+                                  ": give more of the name"
            : !guess.empty() ? "did you mean '" + guess + "'?"
                             : "GPU presets: " + join_names(gpu_names) +
                                   "; cluster presets: " + join_names(cluster_names)}};

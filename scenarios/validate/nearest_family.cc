@@ -67,9 +67,9 @@ std::optional<FamilyError> nearest_family(const ScenarioSpec& scenario,
   f.basis = std::string(same_gpu ? "same GPU (" : "no validation case on this GPU (") +
             scenario.cluster.gpu.name + ")" +
             (same_software ? ", same software (" : ", other software than ") +
-            scenario.software.name + (same_software ? ")" : "") + "; nearest case " +
-            nearest->id + " (" + std::to_string(s.gpus) + " x " + s.cluster.gpu.name + ", " +
-            s.software.name + ")";
+            scenario.software.name + (same_software ? ")" : "") + "; nearest case " + nearest->id +
+            " (" + std::to_string(s.gpus) + " x " + s.cluster.gpu.name + ", " + s.software.name +
+            ")";
   return f;
 }
 

@@ -373,7 +373,7 @@ TEST(HostWork, DeepSpeedZero3PerParameterListsGrowWithTheGroup) {
   EXPECT_EQ(rec.rank_list_entries, 4.0 * 768);
   EXPECT_EQ(bwd.syncs, 8);
   EXPECT_EQ(bwd.rank_list_entries, 8.0 * 768);  // gathers and reduce-scatters
-  dp.regather_for_recompute = false;  // the recompute's gather serves the backward
+  dp.regather_for_recompute = false;            // the recompute's gather serves the backward
   EXPECT_EQ(make_work(job, Pass::kBackward, 1, false, false).host.syncs, 0);
   job.plan.dp = 1536;
   EXPECT_EQ(make_work(job, Pass::kForward, 1, false, false).host.rank_list_entries, 4.0 * 1536);

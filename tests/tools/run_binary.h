@@ -3,12 +3,11 @@
 // Runs the built podsim binary (PODSIM_BINARY) as a user would, with a hard
 // time limit, capturing its exit status and both output streams.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <fstream>

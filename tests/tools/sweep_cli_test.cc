@@ -158,8 +158,7 @@ TEST(SweepCli, FixAndMinHeadroomNarrowThePlansAndBadValuesExitTwo) {
     EXPECT_EQ(res.at("plan").at("zero"), 1);
     EXPECT_GE(res.at("memory_headroom_bytes").get<double>(), 40.0 * (1 << 30));
   }
-  for (const auto& [args, says] :
-       std::vector<std::pair<std::vector<std::string>, std::string>>{
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--fix", "tq=2"}, "--fix: unknown key 'tq' (did you mean 'tp'?"},
            {{"--fix", "cp_algorithm=rings"}, "ring, ulysses or all_gather"},
            {{"--min-headroom", "4"}, "--min-headroom: a bare number is a fraction"}}) {

@@ -224,8 +224,8 @@ std::vector<std::optional<scenarios::TargetModelError>> model_errors(
   std::map<std::string, std::optional<scenarios::FamilyError>> measured;
   std::vector<std::optional<scenarios::TargetModelError>> out;
   for (const scenarios::SweepTarget& t : targets) {
-    const scenarios::ScenarioSpec on_target =
-        scenarios::candidate_scenario(scenario, t, {0, scenario.plan, scenario.training.micro_batch});
+    const scenarios::ScenarioSpec on_target = scenarios::candidate_scenario(
+        scenario, t, {0, scenario.plan, scenario.training.micro_batch});
     std::optional<scenarios::FamilyError> family = scenarios::nearest_family(on_target, cases);
     if (!family) {
       out.emplace_back();
@@ -242,8 +242,8 @@ std::vector<std::optional<scenarios::TargetModelError>> model_errors(
       out.emplace_back();
       continue;
     }
-    out.push_back(scenarios::TargetModelError{it->second->mape, family->family,
-                                              it->second->cases, family->basis});
+    out.push_back(scenarios::TargetModelError{it->second->mape, family->family, it->second->cases,
+                                              family->basis});
   }
   return out;
 }

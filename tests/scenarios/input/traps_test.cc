@@ -72,9 +72,8 @@ TEST(Traps, NoPresetTripsThePlausibilityBounds) {
     const Result<ScenarioSpec> spec = read_scenario_text(scenario.dump());
     if (!spec.ok()) continue;  // a plan this small may not suit every cluster
     ++read;
-    EXPECT_TRUE(spec.value().input_warnings.empty())
-        << cluster << "\n"
-        << problems_text(spec.value().input_warnings);
+    EXPECT_TRUE(spec.value().input_warnings.empty()) << cluster << "\n"
+                                                     << problems_text(spec.value().input_warnings);
   }
   for (const std::string& gpu : presets.names("gpus")) {
     json scenario = base_scenario();
@@ -82,20 +81,25 @@ TEST(Traps, NoPresetTripsThePlausibilityBounds) {
     const Result<ScenarioSpec> spec = read_scenario_text(scenario.dump());
     if (!spec.ok()) continue;  // a TPU has no bf16 for this plan, ...
     ++read;
-    EXPECT_TRUE(spec.value().input_warnings.empty())
-        << gpu << "\n"
-        << problems_text(spec.value().input_warnings);
+    EXPECT_TRUE(spec.value().input_warnings.empty()) << gpu << "\n"
+                                                     << problems_text(spec.value().input_warnings);
   }
   EXPECT_GE(read, 20u);  // most presets were read
 }
 
 TEST(Traps, PresetNamesResolveByUniquePrefixAndCommonName) {
   const std::vector<std::string> gpus = builtin_presets().names("gpus");
-  const std::pair<const char*, const char*> meant[] = {
-      {"h100", "h100-sxm-80g"},     {"H100 SXM", "h100-sxm-80g"}, {"H100-SXM", "h100-sxm-80g"},
-      {"h100 80GB", "h100-sxm-80g"}, {"NVIDIA H100", "h100-sxm-80g"}, {"B200", "b200"},
-      {"b200", "b200"},              {"h200", "h200-sxm-141g"},    {"TPU v5p", "tpu-v5p"},
-      {"mi300", "mi300x"},           {"GB200", "gb200"}};
+  const std::pair<const char*, const char*> meant[] = {{"h100", "h100-sxm-80g"},
+                                                       {"H100 SXM", "h100-sxm-80g"},
+                                                       {"H100-SXM", "h100-sxm-80g"},
+                                                       {"h100 80GB", "h100-sxm-80g"},
+                                                       {"NVIDIA H100", "h100-sxm-80g"},
+                                                       {"B200", "b200"},
+                                                       {"b200", "b200"},
+                                                       {"h200", "h200-sxm-141g"},
+                                                       {"TPU v5p", "tpu-v5p"},
+                                                       {"mi300", "mi300x"},
+                                                       {"GB200", "gb200"}};
   for (const auto& [given, name] : meant) {
     EXPECT_EQ(match_name(given, gpus).name, name) << given;
   }
@@ -117,8 +121,9 @@ TEST(Traps, PresetNamesResolveByUniquePrefixAndCommonName) {
       << problems_text(s.input_warnings);
   EXPECT_TRUE(has_problem(s.input_warnings, "/cluster/gpu", "read as preset 'h100-sxm-80g'"));
   scenario["model"] = "llama3";
-  EXPECT_TRUE(has_problem(problems_of(scenario), "/model",
-                          "'llama3' could be llama3-8b, llama3-70b, llama3-405b: give more of the name"))
+  EXPECT_TRUE(
+      has_problem(problems_of(scenario), "/model",
+                  "'llama3' could be llama3-8b, llama3-70b, llama3-405b: give more of the name"))
       << problems_text(problems_of(scenario));
 }
 
@@ -149,8 +154,7 @@ TEST(Traps, FrameworkKeyNamesSuggestTheScenarioKeys) {
       has_problem(problems, "/parallelism/tensor-model-parallel-size", "did you mean 'tp'?"));
   EXPECT_TRUE(has_problem(problems, "/parallelism/context_parallel_degree", "did you mean 'cp'?"));
   EXPECT_TRUE(has_problem(problems, "/training/micro_batch_size", "did you mean 'micro_batch'?"));
-  EXPECT_TRUE(
-      has_problem(problems, "/training/global_batch_size", "did you mean 'global_batch'?"));
+  EXPECT_TRUE(has_problem(problems, "/training/global_batch_size", "did you mean 'global_batch'?"));
   // A framework's name in the wrong object points to where the key lives.
   EXPECT_TRUE(has_problem(problems, "/training/tensor_model_parallel_size", "/parallelism/tp"))
       << problems_text(problems);

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "hwmodels/memory_model.h"
 #include "scenarios/report/sweep_charts.h"
@@ -245,8 +245,7 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
 TEST(StepTimeline, ALongNarrowPipelineNamesEveryStageAndDrawsNoStripes) {
   // 8 stages, 512 micro-batches, 400 px: thousands of tasks a quarter of a
   // pixel wide, and a memory legend of 8 entries in 256 px.
-  const ScenarioSpec spec =
-      read_ok(small_scenario(1, 8, R"({"pp": 8})", "\"h100-sxm-80g\"", 512));
+  const ScenarioSpec spec = read_ok(small_scenario(1, 8, R"({"pp": 8})", "\"h100-sxm-80g\"", 512));
   Result<StepDetail> detail = simulate_detailed(spec);
   ASSERT_TRUE(detail.ok());
   const StepDetail& d = detail.value();
@@ -343,8 +342,8 @@ TEST(SweepCharts, AxesSpanningDecadesAreLogarithmicAndPointsCarryTheirLabels) {
   EXPECT_NE(linear.find(">0<"), std::string::npos);
   // Bars: one per target, each with its value written above it.
   const std::string bars = sweep_charts::bar_chart(
-      "Step time", "s", {{"h100-sxm-80g", "", 6.7, "6.72 s", "#1f77b4"},
-                         {"b200", "", 3.1, "3.10 s", "#ff7f0e"}});
+      "Step time", "s",
+      {{"h100-sxm-80g", "", 6.7, "6.72 s", "#1f77b4"}, {"b200", "", 3.1, "3.10 s", "#ff7f0e"}});
   EXPECT_NE(bars.find(">6.72 s<"), std::string::npos);
   EXPECT_NE(bars.find(">b200<"), std::string::npos);
   size_t rects = 0;

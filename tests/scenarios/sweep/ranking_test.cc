@@ -158,9 +158,9 @@ TEST(SweepEnumeration, ContextParallelPlansTryEveryAlgorithm) {
       EXPECT_EQ(c.plan.context, spec.plan.context);  // no CP: one plan, not three
     }
   }
-  EXPECT_EQ(with_cp, (std::set<ContextAlgorithm>{ContextAlgorithm::kRing,
-                                                 ContextAlgorithm::kUlysses,
-                                                 ContextAlgorithm::kAllGather}));
+  EXPECT_EQ(with_cp,
+            (std::set<ContextAlgorithm>{ContextAlgorithm::kRing, ContextAlgorithm::kUlysses,
+                                        ContextAlgorithm::kAllGather}));
 }
 
 TEST(SweepOptions, FixPinsEachDimensionAndNamesWhatItCannotRead) {
@@ -204,9 +204,8 @@ TEST(SweepOptions, FixPinsEachDimensionAndNamesWhatItCannotRead) {
                          Bad{"cp_algorithm=rings", "ring, ulysses or all_gather"},
                          Bad{"tp", "KEY=VALUE"}, Bad{"tp=2", "pinned twice"}}) {
     // Only the last case repeats a key pinned above.
-    std::vector<std::string> before = std::string(bad.says) == "pinned twice"
-                                          ? pinned
-                                          : std::vector<std::string>{};
+    std::vector<std::string> before =
+        std::string(bad.says) == "pinned twice" ? pinned : std::vector<std::string>{};
     const std::optional<Problem> p = apply_sweep_fix(bad.fix, space, before);
     ASSERT_TRUE(p.has_value()) << bad.fix;
     EXPECT_EQ(p->path, "--fix");

@@ -91,8 +91,7 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
     // No plan twice.
     EXPECT_TRUE(seen.emplace(p.tp, p.cp, p.pp, p.dp, static_cast<int>(p.schedule), p.virtual_stages,
                              static_cast<int>(p.recompute.mode), static_cast<int>(p.context),
-                             c.micro_batch, p.zero,
-                             p.shard_group)
+                             c.micro_batch, p.zero, p.shard_group)
                     .second);
   }
 }

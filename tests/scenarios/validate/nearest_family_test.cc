@@ -47,8 +47,7 @@ TEST(NearestFamily, SameGpuAndSoftwareThenTheClosestScale) {
   b200.cluster.gpu.name = "b200";
   const std::optional<FamilyError> b = nearest_family(b200, cases);
   ASSERT_TRUE(b.has_value());
-  EXPECT_NE(b->basis.find("no validation case on this GPU (b200)"), std::string::npos)
-      << b->basis;
+  EXPECT_NE(b->basis.find("no validation case on this GPU (b200)"), std::string::npos) << b->basis;
   EXPECT_FALSE(nearest_family(h100, {}).has_value());
 }
 
