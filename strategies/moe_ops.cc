@@ -33,6 +33,7 @@ struct MoeSizes {
   double h = 0;
   double wire = 2;          ///< bytes of a dispatched element
   double routed_bytes = 0;  ///< hidden states this rank sends (permuted copies)
+  int64_t gemm_streams = 0;  ///< software.moe.expert_gemm_streams
 };
 
 MoeSizes moe_sizes(const Job& job, const RankShape& r) {
@@ -57,6 +58,7 @@ MoeSizes moe_sizes(const Job& job, const RankShape& r) {
                ? sim::bytes_per_element(job.options.moe.dispatch_format)
                : r.e;
   s.routed_bytes = s.routed_rows * s.h * s.wire;
+  s.gemm_streams = job.software.moe.expert_gemm_streams;
   return s;
 }
 
@@ -85,6 +87,13 @@ Op& expert_gemm(Builder& b, const MoeSizes& s, std::string name, bool rows_are_m
                ? b.grouped_gemm(std::move(name), s.rows_per_expert, a, c, s.local_experts, flops)
                : b.grouped_gemm(std::move(name), a, c, s.rows_per_expert, s.local_experts, flops);
   op.imbalance = s.load;
+  // One GEMM per local expert on the framework's streams (TE GroupedLinear's
+  // multi-stream cuBLAS loop): each is issued by the host and quantised into
+  // tiles and waves of its own.
+  if (s.gemm_streams > 0 && s.local_experts > 1) {
+    op.kernels = static_cast<int32_t>(s.local_experts);
+    op.concurrent_gemms = static_cast<int32_t>(std::min(s.gemm_streams, s.local_experts));
+  }
   op.balanced_gemm = op.gemm;
   (rows_are_m ? op.balanced_gemm.m : op.balanced_gemm.k) = s.balanced_rows_per_expert;
   // Model FLOPs are those of even routing: the busiest rank's excess is
@@ -115,6 +124,16 @@ void router_forward(const Job& job, const RankShape& r, const MoeSizes& s, Build
   // before the all-to-all (token_dispatcher.py preprocess).
   b.expert_collective("moe_token_counts", InWorkGroup::kExpertTpEp, CollectiveKind::kAllGather,
                       d(m.experts) * 8 * d(r.etp * r.ep));
+  if (!fused(job)) {
+    // The alltoall dispatcher's preprocess around that gather: the routing
+    // map's column sums and cast, the per-rank input splits, the local
+    // experts' slice and three reductions of it (7 kernels), then four
+    // device-to-host copies of the split sizes (tokens per expert, input,
+    // output and expert-TP splits; _maybe_dtoh_and_synchronize).
+    constexpr int32_t kSplitSizeKernels = 7 + 4;
+    b.memory("moe_split_sizes", s.tokens * d(m.experts) + 6 * d(m.experts * r.ep * r.etp) * 8, 0,
+             kSplitSizeKernels);
+  }
 }
 
 void router_backward(const Job& job, const RankShape& r, const MoeSizes& s, Builder& b) {
@@ -147,6 +166,9 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
     sp_gather_forward(job, r, b, "moe_shared_gather");
   }
   b.set_moe_part(MoePart::kDispatch);
+  // Dropless: the host reads the split sizes before it issues the
+  // all-to-all (or, without EP, the experts); drop-and-pad is not modelled.
+  if (job.software.moe.dispatch_host_sync) b.host_sync_next();
   Op* dispatch = token_all_to_all(job, s, b, "moe_dispatch", s.wire);
   if (overlap_shared) {
     // Shared fc1 on its own stream beside the dispatch (shared_experts.py).
@@ -157,6 +179,13 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
     activation_forward(job, r, b, "moe_shared", d(r.tokens), s.shared_ffn);
   }
   b.set_moe_part(MoePart::kDispatch);
+  // The alltoall dispatcher sends the routing probabilities with an
+  // all-to-all of their own (dispatch_all_to_all); DeepEP carries them in
+  // its dispatch kernel.
+  if (!fused_dispatch) {
+    b.collective("moe_dispatch_probs", Dim::kEp, CollectiveKind::kAllToAll,
+                 s.routed_rows * 4 * s.load);
+  }
   b.expert_collective("moe_expert_tp_gather", InWorkGroup::kExpertTp, CollectiveKind::kAllGather,
                       s.expert_rows * s.load * h * e);
   b.set_moe_part(MoePart::kPermute);
@@ -261,6 +290,10 @@ void moe_backward(const Job& job, const RankShape& r, Builder& b) {
   b.expert_collective("moe_expert_tp_gather_bwd", InWorkGroup::kExpertTp,
                       CollectiveKind::kReduceScatter, s.expert_rows * s.load * h * e);
   token_all_to_all(job, s, b, "moe_dispatch_bwd", e);
+  if (!fused_dispatch) {
+    b.collective("moe_dispatch_probs_bwd", Dim::kEp, CollectiveKind::kAllToAll,
+                 s.routed_rows * 4 * s.load);
+  }
   b.set_moe_part(MoePart::kPermute);
   if (!fused_dispatch) {
     b.memory("moe_permute_bwd", s.tokens * h * e + s.routed_rows * h * e, s.routed_rows * h);

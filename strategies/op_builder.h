@@ -115,6 +115,8 @@ class Builder {
   }
   /// Tags the ops added from now on as part `part` of an MoE block.
   void set_moe_part(MoePart part) { moe_part_ = part; }
+  /// The next op added waits for a host synchronisation (Op::host_sync).
+  void host_sync_next() { host_sync_next_ = true; }
   int64_t group_size(Dim dim) const {
     switch (dim) {
       case Dim::kTp:
@@ -137,6 +139,8 @@ class Builder {
     op.kind = kind;
     op.role = role_;
     op.moe_part = moe_part_;
+    op.host_sync = host_sync_next_;
+    host_sync_next_ = false;
     ops_.push_back(std::move(op));
     return ops_.back();
   }
@@ -147,6 +151,7 @@ class Builder {
   const RankShape& r_;
   OpRole role_;
   MoePart moe_part_ = MoePart::kNone;
+  bool host_sync_next_ = false;
   std::vector<Op> ops_;
 };
 

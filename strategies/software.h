@@ -144,6 +144,18 @@ struct OptimizerPolicy {
   bool dtensor_params = false;
 };
 
+/// How the framework runs a mixture-of-experts layer's host side and its
+/// experts' GEMMs (the `moe` group).
+struct MoePolicy {
+  /// A dropless dispatch reads the split sizes (tokens per expert and rank)
+  /// on the host before its all-to-all: one host synchronisation per MoE
+  /// layer and forward pass.
+  bool dispatch_host_sync = false;
+  /// A rank's local experts run as one GEMM each, round-robin on this many
+  /// streams; 0: one grouped kernel for all of them.
+  int64_t expert_gemm_streams = 0;
+};
+
 /// How the framework holds the model's state and its temporaries (the
 /// `memory` group): what the schedule's buffers are (strategies/schedule.h).
 enum class ParamStorage : uint8_t {
@@ -207,6 +219,7 @@ struct SoftwarePolicy {
   TpOverlap tp_overlap = TpOverlap::kTeUserbuffers;
   OptimizerPolicy optimizer;
   MemoryPolicy memory;
+  MoePolicy moe;
 };
 
 }  // namespace podsim::strategies

@@ -148,6 +148,14 @@ struct Op {
   /// op of several kernels): each pays its launch and memory latency, and
   /// the host issues each.
   int32_t kernels = 1;
+  /// kGemm of batch > 1 issued as one GEMM per batch member (`kernels` of
+  /// them), this many at a time on their own streams; 0: one batched kernel.
+  int32_t concurrent_gemms = 0;
+  /// The host waits for the GPU to finish what it has issued before it
+  /// issues this op (it needs a value the GPU computes: a dropless MoE
+  /// dispatch's split sizes), so the GPU idles while the next kernels are
+  /// issued.
+  bool host_sync = false;
 
   bool is_compute() const { return kind != OpKind::kCollective; }
 };

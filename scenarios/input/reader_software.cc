@@ -205,6 +205,10 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
       {"per_transfer", ReceiveBuffers::kPerTransfer},
       {"per_micro_batch", ReceiveBuffers::kPerMicroBatch}};
   m.receive_buffers = pick(choice("/software/memory/receive_buffers"), receives, m.receive_buffers);
+
+  MoePolicy& moe = s.moe;
+  moe.dispatch_host_sync = yes("/software/moe/dispatch_host_sync", moe.dispatch_host_sync);
+  moe.expert_gemm_streams = count("/software/moe/expert_gemm_streams", moe.expert_gemm_streams);
 }
 
 }  // namespace podsim::scenarios::reader_detail

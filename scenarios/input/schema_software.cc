@@ -179,6 +179,16 @@ constexpr KeyDecl kSoftwareKeys[] = {
                    "pipeline receive buffers: allocated for each transfer, or one per micro-batch "
                    "and chunk allocated once and kept"),
   sources("/software/memory/sources"),
+
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  object("/software/moe", kOptional, "how a mixture-of-experts layer's host side and expert GEMMs run"),
+  boolean("/software/moe/dispatch_host_sync", "false",
+          "a dropless dispatch reads its split sizes on the host before the all-to-all: one host "
+          "synchronisation per MoE layer and forward pass"),
+  integer("/software/moe/expert_gemm_streams", kDefault, "0", 0, 1024,
+          "a rank's local experts run as one GEMM each, round-robin on this many streams "
+          "(0: one grouped kernel for all of them)"),
+  sources("/software/moe/sources"),
 };
 // clang-format on
 

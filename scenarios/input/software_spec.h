@@ -42,6 +42,7 @@ struct SoftwareSpec {
   strategies::OptimizerPolicy optimizer;
   MemoryCounter memory_counter = MemoryCounter::kReserved;
   strategies::MemoryPolicy memory;
+  strategies::MoePolicy moe;
 
   /// Every mechanism in declaration order, with its source.
   std::vector<Mechanism> mechanisms;

@@ -19,6 +19,7 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.tp_overlap = s.tp_overlap;
   p.optimizer = s.optimizer;
   p.memory = s.memory;
+  p.moe = s.moe;
   return p;
 }
 

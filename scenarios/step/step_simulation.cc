@@ -175,28 +175,76 @@ void add_op(WorkCost& cost, const Op& op, double seconds, double alone_s) {
   }
 }
 
-/// Host seconds issuing a segment's kernels: a dispatch per kernel (the
-/// backward's from the autograd engine), or one graph launch per layer when
-/// the layers replay from CUDA graphs (none at all when the whole iteration
-/// is one graph).
-double segment_issue_s(const hwmodels::HostCost& host, const strategies::Segment& seg) {
-  const double repeat = static_cast<double>(seg.repeat);
+/// Host seconds issuing one repeat of a segment's op `index`: a dispatch per
+/// kernel (the backward's from the autograd engine), or, when the layers
+/// replay from CUDA graphs, one graph launch per layer (charged at its first
+/// op) and none at all when the whole iteration is one graph.
+double op_issue_s(const hwmodels::HostCost& host, const strategies::Segment& seg, size_t index) {
   switch (host.graphs) {
     case hwmodels::CudaGraphs::kFullIteration:
       return 0;
     case hwmodels::CudaGraphs::kPerLayer:
-      if (seg.name == "layer") return repeat * host.graph_launch_s;
+      if (seg.name == "layer") return index == 0 ? host.graph_launch_s : 0.0;
       break;
     case hwmodels::CudaGraphs::kNone:
       break;
   }
+  const Op& op = seg.ops[index];
+  const bool backward = op.role == OpRole::kInputGrad || op.role == OpRole::kWeightGrad;
+  return static_cast<double>(op.count) * static_cast<double>(op.kernels) *
+         (backward ? host.dispatch_backward_s : host.dispatch_forward_s);
+}
+
+/// Host seconds issuing a segment's kernels, every repeat.
+double segment_issue_s(const hwmodels::HostCost& host, const strategies::Segment& seg) {
   double issue = 0;
-  for (const Op& op : seg.ops) {
-    const bool backward = op.role == OpRole::kInputGrad || op.role == OpRole::kWeightGrad;
-    issue += static_cast<double>(op.count) * static_cast<double>(op.kernels) *
-             (backward ? host.dispatch_backward_s : host.dispatch_forward_s);
+  for (size_t i = 0; i < seg.ops.size(); ++i) issue += op_issue_s(host, seg, i);
+  return static_cast<double>(seg.repeat) * issue;
+}
+
+/// One op of a work as the host issues it and the compute stream runs it.
+struct IssueStep {
+  double issue_s = 0;  ///< host time issuing its kernels
+  double kernels = 1;
+  double gpu_s = 0;  ///< time it holds the compute stream
+  bool sync = false;
+};
+
+/// The host issuing kernels ahead of the GPU as its own in-order stream
+/// (docs/research/kernels-host-power.md 3.2): a kernel starts once it is
+/// issued and the GPU is free; a host synchronisation waits until the GPU
+/// has run everything issued, so the kernels after it start as they are
+/// issued, until the host is ahead again.
+class IssueRace {
+ public:
+  explicit IssueRace(double sync_s) : sync_s_(sync_s) {}
+  void run(const IssueStep& step) {
+    if (step.sync) host_s_ = std::max(host_s_, gpu_s_) + sync_s_;
+    const double kernels = std::max(1.0, step.kernels);
+    const double start = std::max(gpu_s_, host_s_ + step.issue_s / kernels);
+    host_s_ += step.issue_s;
+    // The last kernel cannot start before the host has issued it.
+    gpu_s_ = std::max(start + step.gpu_s, host_s_ + step.gpu_s / kernels);
   }
-  return repeat * issue;
+  double end_s() const { return std::max(host_s_, gpu_s_); }
+
+ private:
+  double sync_s_;
+  double host_s_ = 0;
+  double gpu_s_ = 0;
+};
+
+/// Whether a work's host synchronisations sit at ops (Op::host_sync): then
+/// where the host falls behind is found op by op. A whole-iteration graph
+/// has no host sync inside (capture forbids one).
+bool races_host(const hwmodels::HostCost& host, const strategies::Work& w) {
+  if (host.graphs == hwmodels::CudaGraphs::kFullIteration) return false;
+  for (const strategies::Segment& seg : w.segments) {
+    for (const Op& op : seg.ops) {
+      if (op.host_sync) return true;
+    }
+  }
+  return false;
 }
 
 /// `slowdown` stretches the work's compute ops (a slow GPU, or a peer of one
@@ -220,10 +268,21 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   double issue_s = 0;     // host time issuing the work's kernels
   double sequence_s = 0;  // where the ops of the work are, one after another
   double beside_at = 0;   // DualPipe's beside transfers, back to back
+  const bool race = races_host(host, w);
+  IssueRace issue_race(host.sync_s);
+  int64_t placed_syncs = 0;
   for (size_t s = 0; s < w.segments.size(); ++s) {
     const strategies::Segment& seg = w.segments[s];
     const double repeat = static_cast<double>(seg.repeat);
     issue_s += segment_issue_s(host, seg);
+    std::vector<IssueStep> steps;  // one repeat of the segment, for the race
+    auto record_step = [&](size_t op_index, double gpu_s) {
+      if (!race) return;
+      const Op& op = seg.ops[op_index];
+      steps.push_back({op_issue_s(host, seg, op_index),
+                       static_cast<double>(op.count) * static_cast<double>(op.kernels), gpu_s,
+                       op.host_sync});
+    };
     double repeat_s = 0;  // where in one repeat of the segment
     const size_t first_collective = cost.collectives.size();
     auto place = [&](size_t op_index, const Op& comm, double step, double tx, double exposed) {
@@ -269,6 +328,8 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const double exposed = std::max(0.0, tx - tc);
         if (tx > 0) place(op.kind == OpKind::kCollective ? i : j, comm, tc + exposed, tx, exposed);
         repeat_s += static_cast<double>(op.count) * (tc + exposed);
+        record_step(i, static_cast<double>(op.count) * (tc + exposed));
+        record_step(j, 0);
         add_op(cost, compute, count * tc, count * alone);
         cost.comm_contention_s += count * (tc - alone);
         cost.exposed_comm_s[static_cast<size_t>(comm.collective.dim)] += count * exposed;
@@ -299,16 +360,19 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
           beside_imbalance += count * tx * (1 - 1 / std::max(1.0, op.imbalance));
           beside_share =
               std::max(beside_share, pricer.comm_sm_share(op.collective, group_of(op.collective)));
+          record_step(i, 0);
           continue;
         }
         if (tx > 0) place(i, op, tx, tx, tx);
         repeat_s += static_cast<double>(op.count) * tx;
+        record_step(i, static_cast<double>(op.count) * tx);
         cost.exposed_comm_s[static_cast<size_t>(op.collective.dim)] += count * tx;
         add_moe(cost, op, count * tx, count * tx * (1 - 1 / std::max(1.0, op.imbalance)));
       } else {
         const double op_s = pricer.op_time(work, s, i);
         const double t = count * slowdown * op_s;
         repeat_s += static_cast<double>(op.count) * slowdown * op_s;
+        record_step(i, static_cast<double>(op.count) * slowdown * op_s);
         add_op(cost, op, t, t);
         add_moe(cost, op, t, count * slowdown * pricer.imbalance_time(work, s, i));
       }
@@ -318,6 +382,12 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
       cost.collectives[c].repeat_s = repeat_s;
     }
     sequence_s += repeat * repeat_s;
+    for (int64_t k = 0; k < seg.repeat; ++k) {
+      for (const IssueStep& st : steps) {
+        issue_race.run(st);
+        placed_syncs += st.sync ? 1 : 0;
+      }
+    }
   }
   cost.sequence_s = sequence_s;
   cost.collectives.insert(cost.collectives.end(), beside_collectives.begin(),
@@ -347,14 +417,18 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
   // Hooks and per-rank list copies run after a synchronisation: exposed.
   const double hooks_s = static_cast<double>(h.hooked_units) * host.unit_hook_s +
                          h.rank_list_entries * host.rank_list_entry_s;
+  // Syncs placed at ops: the GPU's waits for the host, op by op.
+  const double gpu_and_host_waits_s =
+      race ? gpu_s + std::max(0.0, issue_race.end_s() - sequence_s) : gpu_s;
+  cost.host_s += static_cast<double>(placed_syncs) * host.sync_s;
   double duration = 0;
   if (h.syncs > 0) {
     cost.host_s += hooks_s + static_cast<double>(h.syncs) * host.sync_s;
-    duration = std::max(gpu_s, cost.host_s - hooks_s) + hooks_s +
+    duration = std::max(gpu_and_host_waits_s, cost.host_s - hooks_s) + hooks_s +
                static_cast<double>(h.syncs) * (host.sync_s + host.dispatch_forward_s);
   } else {
     cost.host_s += hooks_s;
-    duration = std::max(gpu_s, cost.host_s);
+    duration = std::max(gpu_and_host_waits_s, cost.host_s);
   }
   cost.host_idle_s = duration - gpu_s;
   cost.duration_s = duration;
@@ -477,8 +551,24 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
                               const strategies::Job& job,
                               std::optional<hwmodels::AttentionKernel> attention) {
   switch (op.kind) {
-    case OpKind::kGemm:
-      return gpu.gemm_time(op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.format);
+    case OpKind::kGemm: {
+      const strategies::GemmShape& g = op.gemm;
+      const int64_t at_once = op.concurrent_gemms;
+      if (at_once <= 0 || g.batch <= at_once) {
+        hwmodels::KernelCost cost = gpu.gemm_time(g.m, g.n, g.k, g.batch, op.format);
+        cost.kernels = op.kernels;
+        return cost;
+      }
+      // One GEMM per batch member, `at_once` of them beside each other on
+      // their streams: each round shares the SMs as a batch of that size
+      // (its tiles fill the waves together), rounds follow one another.
+      hwmodels::KernelCost cost;
+      for (int64_t done = 0; done < g.batch; done += at_once) {
+        cost += gpu.gemm_time(g.m, g.n, g.k, std::min(at_once, g.batch - done), op.format);
+      }
+      cost.kernels = op.kernels;
+      return cost;
+    }
     case OpKind::kAttention: {
       const strategies::AttentionShape& a = op.attention;
       hwmodels::AttentionShape shape;

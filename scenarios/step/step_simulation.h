@@ -25,6 +25,10 @@ namespace podsim::scenarios {
 //   with a compute op (`overlap_op`) costs only what it adds beyond it; the
 //   compute op runs on the SMs the NCCL kernel leaves it while both run
 //   (hwmodels::kernel_sms).
+// - The host issues a compute task's kernels ahead of the GPU: the task lasts
+//   at least its issue time. Where an op waits for a host synchronisation
+//   (Op::host_sync: a dropless MoE dispatch), host and GPU are followed op
+//   by op, so the launches after the sync are not hidden.
 // - Each simulated GPU's SMs are an engine pool: compute tasks are work on
 //   it, and every communication task holds its NCCL kernel's share of the
 //   SMs of each simulated member from its first to its last byte, so

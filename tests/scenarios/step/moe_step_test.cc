@@ -1,7 +1,8 @@
 // Mixture of experts in the simulated step: the fused dispatch's traffic
 // against a Monte Carlo of the routing, and the step-level promises of the
-// MoE model -- imbalance never speeds a step up, and the report's MoE parts
-// are where the time went.
+// MoE model -- imbalance never speeds a step up, the report's MoE parts are
+// where the time went, a dropless dispatch's host synchronisation exposes the
+// launches after it, and per-expert GEMMs of few rows lose to tiles and waves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,8 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "hwmodels/gpu_model.h"
 #include "scenarios/step/moe_dispatch.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
+#include "scenarios/step/step_simulation.h"
+#include "strategies/workload.h"
 #include "tests/scenarios/step/step_test_util.h"
 
 namespace podsim::scenarios {
@@ -115,6 +120,90 @@ TEST(MoeStep, ImbalanceNeverSpeedsAStepUpAndTheBreakdownNamesTheMoeParts) {
   EXPECT_DOUBLE_EQ(simulate_ok(dense_spec).breakdown.moe.total(), 0.0);
 }
 
+
+/// Ops of a work that wait for a host synchronisation, every repeat counted.
+int64_t host_syncs(const strategies::Work& w) {
+  int64_t n = 0;
+  for (const strategies::Segment& seg : w.segments) {
+    for (const strategies::Op& op : seg.ops) n += op.host_sync ? seg.repeat : 0;
+  }
+  return n;
+}
+
+TEST(MoeStep, DroplessDispatchSyncsTheHostOncePerMoeLayerAndForward) {
+  const ScenarioSpec spec = read(moe_scenario("forced", "alltoall"));
+  ASSERT_TRUE(spec.software.moe.dispatch_host_sync);  // megatron-core
+  const strategies::Job job = job_of(spec);
+  EXPECT_EQ(host_syncs(strategies::make_work(job, strategies::Pass::kForward, 4, true, true)), 4);
+  // The backward reuses the split sizes the forward read.
+  EXPECT_EQ(host_syncs(strategies::make_work(job, strategies::Pass::kBackward, 4, true, true)), 0);
+  ScenarioSpec no_sync = spec;
+  no_sync.software.moe.dispatch_host_sync = false;
+  EXPECT_EQ(host_syncs(strategies::make_work(job_of(no_sync), strategies::Pass::kForward, 4, true,
+                                             true)),
+            0);
+}
+
+TEST(MoeStep, TheDispatchSyncExposesTheLaunchesAfterIt) {
+  // Two micro-batches of four MoE layers on one stage: eight syncs a step.
+  constexpr double kSyncs = 8;
+  auto step_s = [](bool sync, double dispatch_s) {
+    ScenarioSpec spec = read(moe_scenario("forced", "alltoall"));
+    spec.software.moe.dispatch_host_sync = sync;
+    spec.software.host.dispatch_forward_s = dispatch_s;
+    return simulate_ok(spec).step_time_s;
+  };
+  // Without the sync the host's lead hides a slower launch entirely...
+  EXPECT_DOUBLE_EQ(step_s(false, 5e-6), step_s(false, 10e-6));
+  // ...with it each sync costs its round trip and the first launch after it,
+  const hwmodels::HostCost host;
+  EXPECT_GE(step_s(true, 5e-6) - step_s(false, 5e-6),
+            kSyncs * (host.sync_s + 5e-6) * (1 - 1e-9));
+  // and a slower host is seen in every forward's MoE layers.
+  EXPECT_GT(step_s(true, 10e-6) - step_s(true, 5e-6), kSyncs * 5e-6);
+}
+
+/// A routed-expert GEMM of `rows` per expert over 16 local experts
+/// (Qwen3-30B-A3B's fc1: 1,536 x 2,048), run as TE GroupedLinear runs it --
+/// one GEMM per expert, 4 streams -- or as one grouped kernel.
+hwmodels::KernelCost expert_fc1(const ScenarioSpec& spec, int64_t rows, bool per_expert) {
+  strategies::Op op;
+  op.kind = strategies::OpKind::kGemm;
+  op.gemm = {rows, 1536, 2048, 16};
+  if (per_expert) {
+    op.kernels = 16;
+    op.concurrent_gemms = 4;
+  }
+  return price_op(op, hwmodels::GpuModel(spec.cluster.gpu), job_of(spec), std::nullopt);
+}
+
+TEST(MoeStep, PerExpertGemmsOfFewRowsRunBelowTheEfficiencyOfLargeOnes) {
+  const ScenarioSpec spec = read(moe_scenario("forced", "alltoall"));
+  auto flops_per_s = [&](int64_t rows, bool per_expert) {
+    const hwmodels::KernelCost c = expert_fc1(spec, rows, per_expert);
+    return c.flops / c.time_s;
+  };
+  EXPECT_LT(flops_per_s(64, true), 0.5 * flops_per_s(8192, true));
+  // Four experts at a time fill fewer SMs than all sixteen in one kernel and
+  // pay four launches: slower, the more so the fewer the rows.
+  EXPECT_GT(expert_fc1(spec, 64, true).time_s, expert_fc1(spec, 64, false).time_s);
+  EXPECT_EQ(expert_fc1(spec, 64, true).kernels, 16);
+  const double few = expert_fc1(spec, 64, true).time_s / expert_fc1(spec, 64, false).time_s;
+  const double many = expert_fc1(spec, 8192, true).time_s / expert_fc1(spec, 8192, false).time_s;
+  EXPECT_GT(few, many);
+  // The megatron-core preset runs its experts that way.
+  const strategies::Work forward =
+      strategies::make_work(job_of(spec), strategies::Pass::kForward, 1, false, false);
+  bool found = false;
+  for (const strategies::Op& op : forward.segments.front().ops) {
+    if (op.name != "moe_expert_fc1") continue;
+    found = true;
+    EXPECT_EQ(op.kernels, 4);  // 64 experts over EP 16
+    EXPECT_EQ(op.concurrent_gemms, 4);
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace podsim::scenarios
 
@@ -146,6 +235,7 @@ TEST(MoeStep, AJobThatDoesNotFillItsRacksIsPlacedInEqualSegments) {
           "parallelism": {"dp": 72}, "cluster": {"base": "gb200-nvl72", "nodes": 18}})"));
   for (const std::string& w : rack.warnings) EXPECT_EQ(w.find("GPUs of each"), std::string::npos);
 }
+
 
 }  // namespace
 }  // namespace podsim::scenarios
