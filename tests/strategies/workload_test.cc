@@ -300,10 +300,12 @@ TEST(Collectives, ExpertParallelDispatchAndCombine) {
   job.plan.ep = 4;
   job.model.moe->capacity_factor = 1.0;         // no expert takes more than its even share
   const double routed = 4096.0 * 2 * 4096 * 2;  // tokens x top_k x hidden, bf16
+  const double probs = 4096.0 * 2 * 4;          // tokens x top_k, fp32
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     const CollectiveTally t = tally(layer_ops(job, pass));
-    EXPECT_EQ((t.count.at({Dim::kEp, CollectiveKind::kAllToAll})), 2);
-    EXPECT_DOUBLE_EQ((t.bytes.at({Dim::kEp, CollectiveKind::kAllToAll})), 2 * routed);
+    // Tokens there and back, and the probabilities' own all-to-all.
+    EXPECT_EQ((t.count.at({Dim::kEp, CollectiveKind::kAllToAll})), 3);
+    EXPECT_DOUBLE_EQ((t.bytes.at({Dim::kEp, CollectiveKind::kAllToAll})), 2 * routed + probs);
   }
   // Even load: each of the 2 local experts gets tokens*top_k/2 rows.
   auto fc1 = [&]() {
