@@ -31,8 +31,8 @@ struct MoeSizes {
   int64_t n1 = 0;                        ///< first expert GEMM's columns (gate + up for SwiGLU)
   int64_t shared_ffn = 0;                ///< shared experts' total ffn per TP rank
   double h = 0;
-  double wire = 2;          ///< bytes of a dispatched element
-  double routed_bytes = 0;  ///< hidden states this rank sends (permuted copies)
+  double wire = 2;           ///< bytes of a dispatched element
+  double routed_bytes = 0;   ///< hidden states this rank sends (permuted copies)
   int64_t gemm_streams = 0;  ///< software.moe.expert_gemm_streams
 };
 

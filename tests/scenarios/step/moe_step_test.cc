@@ -120,7 +120,6 @@ TEST(MoeStep, ImbalanceNeverSpeedsAStepUpAndTheBreakdownNamesTheMoeParts) {
   EXPECT_DOUBLE_EQ(simulate_ok(dense_spec).breakdown.moe.total(), 0.0);
 }
 
-
 /// Ops of a work that wait for a host synchronisation, every repeat counted.
 int64_t host_syncs(const strategies::Work& w) {
   int64_t n = 0;
@@ -139,9 +138,9 @@ TEST(MoeStep, DroplessDispatchSyncsTheHostOncePerMoeLayerAndForward) {
   EXPECT_EQ(host_syncs(strategies::make_work(job, strategies::Pass::kBackward, 4, true, true)), 0);
   ScenarioSpec no_sync = spec;
   no_sync.software.moe.dispatch_host_sync = false;
-  EXPECT_EQ(host_syncs(strategies::make_work(job_of(no_sync), strategies::Pass::kForward, 4, true,
-                                             true)),
-            0);
+  EXPECT_EQ(
+      host_syncs(strategies::make_work(job_of(no_sync), strategies::Pass::kForward, 4, true, true)),
+      0);
 }
 
 TEST(MoeStep, TheDispatchSyncExposesTheLaunchesAfterIt) {
@@ -157,8 +156,7 @@ TEST(MoeStep, TheDispatchSyncExposesTheLaunchesAfterIt) {
   EXPECT_DOUBLE_EQ(step_s(false, 5e-6), step_s(false, 10e-6));
   // ...with it each sync costs its round trip and the first launch after it,
   const hwmodels::HostCost host;
-  EXPECT_GE(step_s(true, 5e-6) - step_s(false, 5e-6),
-            kSyncs * (host.sync_s + 5e-6) * (1 - 1e-9));
+  EXPECT_GE(step_s(true, 5e-6) - step_s(false, 5e-6), kSyncs * (host.sync_s + 5e-6) * (1 - 1e-9));
   // and a slower host is seen in every forward's MoE layers.
   EXPECT_GT(step_s(true, 10e-6) - step_s(true, 5e-6), kSyncs * 5e-6);
 }
@@ -235,7 +233,6 @@ TEST(MoeStep, AJobThatDoesNotFillItsRacksIsPlacedInEqualSegments) {
           "parallelism": {"dp": 72}, "cluster": {"base": "gb200-nvl72", "nodes": 18}})"));
   for (const std::string& w : rack.warnings) EXPECT_EQ(w.find("GPUs of each"), std::string::npos);
 }
-
 
 }  // namespace
 }  // namespace podsim::scenarios
