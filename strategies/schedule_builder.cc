@@ -6,7 +6,8 @@
 
 namespace podsim::strategies::schedule_detail {
 
-Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max_tasks_(max_tasks) {
+Builder::Builder(const Job& job, Scope scope, size_t max_tasks, int64_t replica_rank)
+    : job_(job), max_tasks_(max_tasks) {
   s_.job = job;
   s_.scope = scope;
   s_.layout = Layout(job.plan);
@@ -28,7 +29,7 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max
   if (scope == Scope::kEveryRank) {
     for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
   } else {
-    for (int64_t st = 0; st < p_; ++st) s_.ranks.push_back(s_.layout.representative(st));
+    for (int64_t st = 0; st < p_; ++st) s_.ranks.push_back(s_.layout.on_stage(replica_rank, st));
     std::sort(s_.ranks.begin(), s_.ranks.end());
   }
   const std::vector<std::vector<Slot>> orders = pipeline_orders(job);
