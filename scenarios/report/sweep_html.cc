@@ -235,7 +235,7 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
     h += "<p>Scenario's own plan (" + xml_escape(sweep_plan_label(b.candidate)) + "): ";
     h += b.outcome.error.empty() ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) +
                                        ", MFU " + xml_escape(format_percent(b.outcome.mfu)) + ", " +
-                                       xml_escape(baseline_rank_text(b, o.min_headroom)) +
+                                       xml_escape(baseline_rank_text(o)) +
                                        (b.index ? "" : " (outside the swept space)")
                                  : "failed: " + xml_escape(b.outcome.error);
     h += ".</p>\n";

@@ -363,6 +363,23 @@ TEST_F(SmallSweep, MoreGpusPayForTheirFailureRate) {
   ASSERT_TRUE(o.ranked.front().run.has_value());
   EXPECT_FALSE(o.ranked.back().run.has_value());
   EXPECT_GT(o.ranked.front().run->interruptions.mean, 0);
+  // The scenario's own plan is ranked overall and on its own target: its
+  // place among all ranked plans, and among those of its target alone.
+  ASSERT_TRUE(o.baseline && o.baseline->index && o.baseline->rank_in_target);
+  uint64_t before = 0, before_in_target = 0;
+  bool found = false;
+  for (const RankedPlan& p : o.ranked) {
+    if (p.index == *o.baseline->index) {
+      found = true;
+      break;
+    }
+    ++before;
+    before_in_target += o.candidates[p.index].target == o.baseline->target ? 1 : 0;
+  }
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*o.baseline->rank, before + 1);
+  EXPECT_EQ(*o.baseline->rank_in_target, before_in_target + 1);
+  EXPECT_LT(*o.baseline->rank_in_target, *o.baseline->rank);  // the other target has plans ahead
 }
 
 }  // namespace
