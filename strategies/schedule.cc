@@ -151,7 +151,7 @@ std::optional<PlanProblem> schedule_size_problem(const Job& job, Scope scope, si
   return std::nullopt;
 }
 
-BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks) {
+BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks, int64_t replica_rank) {
   BuildResult result;
   result.problems = validate(job);
   if (!result.problems.empty()) return result;
@@ -160,7 +160,7 @@ BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks) {
     return result;
   }
   try {
-    result.schedule = schedule_detail::Builder(job, scope, max_tasks).build();
+    result.schedule = schedule_detail::Builder(job, scope, max_tasks, replica_rank).build();
   } catch (const schedule_detail::TooManyTasks&) {
     result.problems.push_back(too_many_tasks(job, scheduled_ranks(job, scope), scope, max_tasks));
   }

@@ -139,7 +139,10 @@ struct Buffer {
 
 enum class Scope : uint8_t {
   kEveryRank,        ///< every rank of the job
-  kRepresentatives,  ///< one rank per stage (tp = cp = dp = 0); groups still list all members
+  /// One rank per stage, the ranks of one pipeline replica (the same tp, cp
+  /// and dp on every stage: tp = cp = dp = 0 unless build_schedule is given
+  /// another replica); groups still list all members.
+  kRepresentatives,
 };
 
 /// A built schedule. Tasks of one rank are contiguous and in program order.
@@ -194,12 +197,15 @@ inline constexpr size_t kMaxScheduleTasks = size_t{1} << 22;
 inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;
 
 /// Builds the schedule of `job`, or every problem that prevents it
-/// (validate(job), or a schedule of more than `max_tasks` tasks).
+/// (validate(job), or a schedule of more than `max_tasks` tasks). Under
+/// Scope::kRepresentatives the simulated ranks are `replica_rank`'s pipeline
+/// replica: its tp, cp and dp coordinates on every stage.
 struct BuildResult {
   std::optional<Schedule> schedule;
   std::vector<PlanProblem> problems;
 };
-BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks = kMaxScheduleTasks);
+BuildResult build_schedule(const Job& job, Scope scope, size_t max_tasks = kMaxScheduleTasks,
+                           int64_t replica_rank = 0);
 
 /// The problem build_schedule reports, without building anything, when
 /// `job` has more than kMaxMicroBatches micro-batches per pipeline, or its

@@ -6,7 +6,8 @@
 
 namespace podsim::strategies::schedule_detail {
 
-Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max_tasks_(max_tasks) {
+Builder::Builder(const Job& job, Scope scope, size_t max_tasks, int64_t replica_rank)
+    : job_(job), max_tasks_(max_tasks) {
   s_.job = job;
   s_.scope = scope;
   s_.layout = Layout(job.plan);
@@ -28,7 +29,7 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks) : job_(job), max
   if (scope == Scope::kEveryRank) {
     for (int64_t rank = 0; rank < s_.layout.world(); ++rank) s_.ranks.push_back(rank);
   } else {
-    for (int64_t st = 0; st < p_; ++st) s_.ranks.push_back(s_.layout.representative(st));
+    for (int64_t st = 0; st < p_; ++st) s_.ranks.push_back(s_.layout.on_stage(replica_rank, st));
     std::sort(s_.ranks.begin(), s_.ranks.end());
   }
   const std::vector<std::vector<Slot>> orders = pipeline_orders(job);
@@ -64,29 +65,35 @@ Schedule Builder::build() {
 }
 
 void Builder::reserve_every_rank() {
-  // Every rank of a stage has its representative's tasks and edges: count
+  // Every rank of a stage has its representative's tasks, edges and buffers: count
   // them on the representatives and reserve exactly. (Reserving the largest
   // count seen so far for every rank left held up to twice the tasks a job
   // with unequal stages needs, and a doubling vector as many.)
   if (s_.scope != Scope::kEveryRank) return;
   Builder reps(job_, Scope::kRepresentatives, max_tasks_);
   reps.tables_.resize(reps.s_.ranks.size());
-  std::vector<size_t> tasks(static_cast<size_t>(p_), 0), edges(static_cast<size_t>(p_), 0);
+  std::vector<size_t> tasks(static_cast<size_t>(p_), 0), edges(static_cast<size_t>(p_), 0),
+      buffers(static_cast<size_t>(p_), 0);
   for (size_t ri = 0; ri < reps.s_.ranks.size(); ++ri) {
-    const size_t tasks_before = reps.s_.tasks.size(), edges_before = reps.edges_.size();
+    const size_t tasks_before = reps.s_.tasks.size(), edges_before = reps.edges_.size(),
+                 buffers_before = reps.s_.buffers.size();
     reps.build_rank(ri);
-    tasks[static_cast<size_t>(reps.stage_)] = reps.s_.tasks.size() - tasks_before;
-    edges[static_cast<size_t>(reps.stage_)] = reps.edges_.size() - edges_before;
+    const auto st = static_cast<size_t>(reps.stage_);
+    tasks[st] = reps.s_.tasks.size() - tasks_before;
+    edges[st] = reps.edges_.size() - edges_before;
+    buffers[st] = reps.s_.buffers.size() - buffers_before;
   }
   const auto ranks_per_stage = static_cast<size_t>(s_.layout.world() / p_);
   const auto pipeline_links = static_cast<size_t>(2 * m_ * v_);  // link_pipeline, per rank
-  size_t all_tasks = 0, all_edges = 0;
+  size_t all_tasks = 0, all_edges = 0, all_buffers = 0;
   for (size_t st = 0; st < tasks.size(); ++st) {
     all_tasks += ranks_per_stage * tasks[st];
     all_edges += ranks_per_stage * (edges[st] + pipeline_links);
+    all_buffers += ranks_per_stage * buffers[st];
   }
   s_.tasks.reserve(all_tasks);
   edges_.reserve(all_edges);
+  s_.buffers.reserve(all_buffers);
 }
 
 int32_t Builder::work(Pass pass, const Piece& piece) {

@@ -60,7 +60,9 @@ ChunkPlan plan_chunk(const Job& job, const ChunkInfo& c);
 class Builder {
  public:
   /// `max_tasks`: add() throws TooManyTasks past it.
-  Builder(const Job& job, Scope scope, size_t max_tasks);
+  /// `replica_rank`: under Scope::kRepresentatives, the rank whose pipeline
+  /// replica is simulated.
+  Builder(const Job& job, Scope scope, size_t max_tasks, int64_t replica_rank = 0);
 
   Schedule build();
 

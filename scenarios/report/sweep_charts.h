@@ -24,7 +24,8 @@ const std::vector<std::string>& palette();
 /// A scatter/line chart. `log2_x` places x on a log2 scale with a tick per
 /// value (GPU counts); otherwise an axis whose positive values span a factor
 /// of 10 or more is drawn on a log10 scale (and says so in its label), so
-/// that small values are not flattened onto zero.
+/// that small values are not flattened onto zero. A linear y axis starts at
+/// zero over GPU counts (`log2_x`) and fits the data otherwise.
 std::string chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                   const std::vector<Series>& series, bool log2_x);
 

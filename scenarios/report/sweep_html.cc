@@ -213,10 +213,10 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   h += "<title>podsim sweep: " + xml_escape(title) + "</title>\n";
   h += "<style>\nbody{font-family:sans-serif;margin:24px;color:#222;max-width:1400px}\n"
        "table{border-collapse:collapse;font-size:12px}\n"
-       "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}\n"
+       "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}\n"
        "td.l,th.l{text-align:left}\ntr.front td{background:#eef6ee}\n"
        "tr.base td{background:#fff3d6}\n.charts svg{margin:0 16px 16px 0;border:1px solid #eee}\n"
-       "td.v{text-align:left;font-size:11px;color:#555;max-width:420px}\n"
+       "td.v{text-align:left;font-size:11px;color:#555;max-width:420px;white-space:normal}\n"
        "li{margin:2px 0}\n</style>\n</head>\n<body>\n";
   h += "<h1>podsim sweep: " + xml_escape(title) + "</h1>\n";
   h += "<p>Scenario: " + xml_escape(scenario.name) + ". " + xml_escape(counts_text(o)) +
@@ -235,7 +235,7 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
     h += "<p>Scenario's own plan (" + xml_escape(sweep_plan_label(b.candidate)) + "): ";
     h += b.outcome.error.empty() ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) +
                                        ", MFU " + xml_escape(format_percent(b.outcome.mfu)) + ", " +
-                                       xml_escape(baseline_rank_text(b, o.min_headroom)) +
+                                       xml_escape(baseline_rank_text(o)) +
                                        (b.index ? "" : " (outside the swept space)")
                                  : "failed: " + xml_escape(b.outcome.error);
     h += ".</p>\n";

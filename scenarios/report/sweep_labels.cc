@@ -131,7 +131,9 @@ std::vector<bool> front_flags(const SweepOutcome& o) {
   return front;
 }
 
-std::string baseline_rank_text(const SweepOutcome::Baseline& b, const HeadroomRequirement& h) {
+std::string baseline_rank_text(const SweepOutcome& o) {
+  const SweepOutcome::Baseline& b = *o.baseline;
+  const HeadroomRequirement& h = o.min_headroom;
   if (!b.rank) return "not ranked";
   const double free_bytes = b.outcome.memory_capacity_bytes - b.outcome.memory_peak_bytes;
   if (b.outcome.fits && free_bytes < h.required_bytes(b.outcome.memory_capacity_bytes)) {
@@ -143,6 +145,11 @@ std::string baseline_rank_text(const SweepOutcome::Baseline& b, const HeadroomRe
   if (b.rank_worst && *b.rank_worst != *b.rank) {
     rank += " among the simulated plans (at worst " + std::to_string(*b.rank_worst) +
             " counting plans skipped by the bound)";
+  }
+  if (o.targets.size() > 1 && b.rank_in_target) {
+    const SweepTarget& t = o.targets[b.target];
+    rank += "; rank " + std::to_string(*b.rank_in_target) + " among the simulated plans of " +
+            std::to_string(t.gpus) + " x " + t.gpu;
   }
   if (b.outcome.fits) return rank;
   return "does not fit in memory (peak " + format_bytes(b.outcome.memory_peak_bytes) + " of " +

@@ -41,11 +41,11 @@ double ettr(const RankedPlan& r);
 std::string cost_text(const SweepOutcome& o, const RankedPlan& r);
 /// Per ranked plan: on the Pareto front.
 std::vector<bool> front_flags(const SweepOutcome& o);
-/// "rank 3", with the worst rank when bounds left it open, or why it does
-/// not fit.
-/// A fitting baseline with less free memory than `headroom` says so.
-std::string baseline_rank_text(const SweepOutcome::Baseline& b,
-                               const HeadroomRequirement& headroom);
+/// The baseline's "rank 3", with the worst rank when bounds left it open and,
+/// when several targets were swept, its rank on its own target; or why it
+/// does not fit. A fitting baseline with less free memory than the sweep's
+/// --min-headroom says so.
+std::string baseline_rank_text(const SweepOutcome& o);
 /// The targets' notes and price sources, each once, in order of appearance.
 std::vector<std::string> target_notes(const SweepOutcome& o);
 /// "N valid plans: ... pruned, ... skipped, ... simulated (...)".

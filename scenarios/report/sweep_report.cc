@@ -268,6 +268,7 @@ json sweep_to_json(const ScenarioSpec& scenario, const SweepOutcome& o,
     bj["memory_peak_bytes"] = b.outcome.memory_peak_bytes;
     bj["rank"] = b.rank ? json(*b.rank) : json(nullptr);
     bj["rank_worst"] = b.rank_worst ? json(*b.rank_worst) : json(nullptr);
+    bj["rank_in_target"] = b.rank_in_target ? json(*b.rank_in_target) : json(nullptr);
     if (!b.outcome.error.empty()) bj["error"] = b.outcome.error;
     j["baseline"] = bj;
   } else {
@@ -464,7 +465,7 @@ std::string format_sweep_text(const ScenarioSpec& scenario, const SweepOutcome& 
       out += "failed: " + b.outcome.error + "\n";
     } else {
       out += "step " + format_seconds(b.outcome.step_time_s) + ", MFU " +
-             format_percent(b.outcome.mfu) + ", " + baseline_rank_text(b, o.min_headroom) +
+             format_percent(b.outcome.mfu) + ", " + baseline_rank_text(o) +
              (b.index ? "" : " (outside the swept space)") + "\n";
     }
   }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "scenarios/run/checkpoint_interval.h"
+#include "scenarios/step/software.h"
 #include "strategies/job.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -66,7 +67,7 @@ int64_t steps_to_train(const ScenarioSpec& spec, double tokens) {
 /// The most state one GPU of the plan holds: its weights and optimizer
 /// states as the plan shards them (gradients are not saved).
 double fullest_gpu_state_bytes(const ScenarioSpec& spec) {
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
+  const strategies::Job job = job_of(spec);
   double bytes = 0;
   for (int64_t stage = 0; stage < spec.plan.pp; ++stage) {
     const strategies::StaticMemory m = strategies::static_memory(job, stage);
@@ -75,13 +76,21 @@ double fullest_gpu_state_bytes(const ScenarioSpec& spec) {
   return bytes;
 }
 
+/// Bytes per parameter a checkpoint holds: the weights as the framework keeps
+/// them and the optimizer's states. A framework that keeps only the fp32
+/// parameter the optimizer updates (torchtitan's FSDP2) saves that one copy.
+double checkpoint_bytes_per_param(const strategies::Job& job) {
+  if (job.software.memory.param_storage == strategies::ParamStorage::kMasterOnly) {
+    return 4.0 + strategies::optimizer_moment_bytes_per_param(job);
+  }
+  return strategies::weight_element_bytes(job) + strategies::optimizer_bytes_per_param(job);
+}
+
 CheckpointCost checkpoint_cost(const ScenarioSpec& spec, double bytes_per_gpu) {
-  const strategies::Job job{spec.model, spec.training, spec.plan, spec.options};
   CheckpointCost c;
-  // The bf16 (or fp32) weights and the optimizer's states, each written
-  // once however the plan replicates them.
+  // Each state written once however the plan replicates it.
   c.bytes = strategies::count_parameters(spec.model, spec.training.seq_len).total *
-            (strategies::weight_element_bytes(job) + strategies::optimizer_bytes_per_param(job));
+            checkpoint_bytes_per_param(job_of(spec));
   c.bytes_per_gpu = bytes_per_gpu;
   const StorageSpec& s = spec.storage;
   c.write_bytes_per_s = s.write_bytes_per_s.value_or(kStorageWritePerNode_bytes_per_s *

@@ -18,6 +18,7 @@
 #include "scenarios/step/software.h"
 #include "scenarios/step/step_limits.h"
 #include "scenarios/step/step_simulation.h"
+#include "strategies/layout.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
 #include "strategies/schedule.h"
@@ -223,6 +224,36 @@ int64_t job_segment_gpus(const hwmodels::ClusterSpec& cluster, int64_t gpus) {
   return domain;
 }
 
+/// The rank whose pipeline replica (one rank per stage with its tp, cp and
+/// dp) stands for the whole job when every degraded part is on it: each
+/// other replica runs the healthy schedule and reaches the data-parallel
+/// collectives it shares with this one no later than this one does, so the
+/// step is this replica's (docs/goodput.md, "Stragglers in the step").
+/// Nullopt when every rank must be simulated: the parts are on two replicas,
+/// or a group whose collectives run inside the slow GPU's compute (TP, CP,
+/// EP, expert TP) reaches another replica, whose ranks then compute at its
+/// pace (expert parallelism over data-parallel ranks).
+std::optional<int64_t> degraded_replica_rank(const DegradedParts& degraded,
+                                             const strategies::Layout& layout) {
+  const int64_t gpu = degraded.slow_gpu_rank, nic = degraded.slow_nic_rank;
+  const int64_t rank = gpu >= 0 ? gpu : nic;
+  if (rank < 0) return std::nullopt;
+  if (gpu >= 0 && nic >= 0 && layout.on_stage(gpu, 0) != layout.on_stage(nic, 0)) {
+    return std::nullopt;
+  }
+  if (gpu >= 0) {
+    const int64_t replica = layout.coords(gpu).dp;
+    for (const strategies::GroupKind kind :
+         {strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp,
+          strategies::GroupKind::kExpertTp}) {
+      for (const int64_t member : layout.group(gpu, kind)) {
+        if (layout.coords(member).dp != replica) return std::nullopt;
+      }
+    }
+  }
+  return rank;
+}
+
 std::vector<Problem> to_problems(const std::vector<strategies::PlanProblem>& plan_problems) {
   std::vector<Problem> out;
   for (const auto& p : plan_problems) out.push_back({p.path, p.message, p.hint});
@@ -258,19 +289,6 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     problems.push_back({p.path.empty() ? "/cluster" : "/cluster/" + p.path, p.message, p.hint});
   }
   if (!problems.empty()) return problems;
-  // A degraded part breaks the ranks' symmetry: every rank is simulated.
-  const SimulationMode mode =
-      spec.degraded.any() ? SimulationMode::kEveryRank : options.mode.value_or(spec.mode);
-  strategies::BuildResult built = strategies::build_schedule(
-      job, mode == SimulationMode::kEveryRank ? strategies::Scope::kEveryRank
-                                              : strategies::Scope::kRepresentatives);
-  if (!built.schedule) return to_problems(built.problems);
-  StepDetail detail{std::move(*built.schedule), {}, {}};
-  const Schedule& schedule = detail.schedule;
-
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
-  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
-  Degradation degradation;
   // The reader checked the ranks against the scenario's job; a plan made
   // from it (a sweep's) may have fewer GPUs.
   for (const auto& [path, rank] : {std::pair{"/degraded/gpu/rank", spec.degraded.slow_gpu_rank},
@@ -282,6 +300,25 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
                                    "give a rank from 0 to " + std::to_string(spec.gpus - 1)}};
     }
   }
+  // A degraded part breaks the ranks' symmetry: the degraded rank's pipeline
+  // replica is simulated when it stands for the job, else every rank.
+  const SimulationMode requested = options.mode.value_or(spec.mode);
+  const std::optional<int64_t> replica =
+      spec.degraded.any() && requested != SimulationMode::kEveryRank
+          ? degraded_replica_rank(spec.degraded, strategies::Layout(job.plan))
+          : std::nullopt;
+  const bool every_rank =
+      requested == SimulationMode::kEveryRank || (spec.degraded.any() && !replica);
+  strategies::BuildResult built = strategies::build_schedule(
+      job, every_rank ? strategies::Scope::kEveryRank : strategies::Scope::kRepresentatives,
+      strategies::kMaxScheduleTasks, replica.value_or(0));
+  if (!built.schedule) return to_problems(built.problems);
+  StepDetail detail{std::move(*built.schedule), {}, {}};
+  const Schedule& schedule = detail.schedule;
+
+  const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
+  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
+  Degradation degradation;
   if (spec.degraded.slow_gpu_rank >= 0) {
     degradation.gpu_slowdown[spec.degraded.slow_gpu_rank] = spec.degraded.gpu_slowdown;
   }
@@ -316,7 +353,7 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   }
   report.scenario = spec.name;
   report.gpus = spec.gpus;
-  report.simulation_mode = mode == SimulationMode::kEveryRank ? "every_rank" : "symmetric";
+  report.simulation_mode = every_rank ? "every_rank" : replica ? "degraded_replica" : "symmetric";
   report.simulated_ranks = static_cast<int64_t>(schedule.ranks.size());
   report.engine_events = timeline.run.events;
   report.fingerprint = timeline.run.fingerprint;

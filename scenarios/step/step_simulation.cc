@@ -564,8 +564,15 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   const bool symmetric = schedule.scope == strategies::Scope::kRepresentatives;
   static const Degradation kHealthy;
   const Degradation& degradation = hardware.degradation ? *hardware.degradation : kHealthy;
-  if (symmetric && !degradation.empty()) {
-    throw std::logic_error("a degraded part breaks the symmetry: simulate every rank");
+  if (symmetric) {
+    for (const auto* parts : {&degradation.gpu_slowdown, &degradation.nic_rate_fraction}) {
+      for (const auto& [rank, factor] : *parts) {
+        if (schedule.rank_index(rank) < 0) {
+          throw std::logic_error("degraded rank " + std::to_string(rank) +
+                                 " is not in the simulated replica: simulate every rank");
+        }
+      }
+    }
   }
   StepTimeline out;
   out.task_cost.assign(tasks.size(), StepTimeline::kNoCost);

@@ -157,8 +157,9 @@ struct StepHardware {
 /// `max_flows` flows or too long for the engine's clock comes back with
 /// `too_many_flows_task` or `beyond_clock_task` set (step_limits.h says
 /// which key made it so). Throws std::logic_error if the engine deadlocks (a
-/// schedule bug, reported with the stuck tasks) or if a degradation is given
-/// for a schedule of representatives.
+/// schedule bug, reported with the stuck tasks) or if a schedule of
+/// representatives leaves out a degraded rank (the caller chooses the
+/// replica: degraded_replica_rank in simulate.h).
 StepTimeline simulate_schedule(const strategies::Schedule& schedule, const StepHardware& hardware,
                                size_t max_flows = kMaxStepFlows);
 

@@ -537,12 +537,13 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     // every skipped plan whose bound does not rule that out.
     SweepOutcome::Baseline& b = *out.baseline;
     const double time = *baseline_train_time;
-    uint64_t ahead = 0, maybe = 0;
+    uint64_t ahead = 0, ahead_in_target = 0, maybe = 0;
     for (const RankedPlan& r : out.ranked) {
       if (b.index && r.index == *b.index) continue;
       const bool before =
           r.train_time_s < time || (r.train_time_s == time && (!b.index || r.index < *b.index));
       ahead += before ? 1 : 0;
+      ahead_in_target += before && out.candidates[r.index].target == b.target ? 1 : 0;
     }
     for (size_t i = 0; i < n; ++i) {
       if (simulated[i] == 0 && !out.screens[i].pruned_memory && train_time_bound_s(i) <= time) {
@@ -551,6 +552,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     }
     b.rank = ahead + 1;
     b.rank_worst = ahead + maybe + 1;
+    b.rank_in_target = ahead_in_target + 1;
   }
   return out;
 }

@@ -185,6 +185,9 @@ struct SweepOutcome {
     /// exact, as it is whenever the baseline is in the top K of its target).
     std::optional<uint64_t> rank;
     std::optional<uint64_t> rank_worst;
+    /// `rank` among the simulated plans of the baseline's own target (the
+    /// comparison a sweep of several GPU types or counts asks for).
+    std::optional<uint64_t> rank_in_target;
   };
   std::optional<Baseline> baseline;
 };

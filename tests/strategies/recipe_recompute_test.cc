@@ -71,10 +71,14 @@ TEST(PrecisionRecipe, Fp4LinearsRunInFp4AndTheHeadStaysBf16) {
   Job job = fp8_job(PrecisionRecipe::kNvfp4);
   job.training.precision = sim::NumberFormat::kFp4;
   for (const Op& op : layer_ops(job, Pass::kForward)) {
-    if (op.kind == OpKind::kGemm) EXPECT_EQ(op.format, sim::NumberFormat::kFp4) << op.name;
+    if (op.kind == OpKind::kGemm) {
+      EXPECT_EQ(op.format, sim::NumberFormat::kFp4) << op.name;
+    }
   }
   for (const Op& op : head_ops(job, Pass::kForward)) {
-    if (op.kind == OpKind::kGemm) EXPECT_EQ(op.format, sim::NumberFormat::kBf16) << op.name;
+    if (op.kind == OpKind::kGemm) {
+      EXPECT_EQ(op.format, sim::NumberFormat::kBf16) << op.name;
+    }
   }
   // The NVFP4 quantization (global amax, Hadamard amax, quantize) costs more
   // than delayed fp8's single cast-transpose.

@@ -340,6 +340,12 @@ TEST(SweepCharts, AxesSpanningDecadesAreLogarithmicAndPointsCarryTheirLabels) {
   const std::string linear = sweep_charts::chart("t", "GPUs", "step time (s)", close, true);
   EXPECT_EQ(linear.find("log scale"), std::string::npos);
   EXPECT_NE(linear.find(">0<"), std::string::npos);
+  // A scatter of plans fits its y axis to them: costs of 670k-850k get no 0 tick.
+  const std::vector<Series> plans{
+      {"h100", "#1f77b4", {{9.2, 673e3}, {10.1, 740e3}, {11.5, 850e3}}, false, 2, {}}};
+  const std::string scatter = sweep_charts::chart("t", "days", "cost (USD)", plans, false);
+  EXPECT_EQ(scatter.find(">0<"), std::string::npos) << scatter;
+  EXPECT_NE(scatter.find(">700.0k<"), std::string::npos) << scatter;
   // Bars: one per target, each with its value written above it.
   const std::string bars = sweep_charts::bar_chart(
       "Step time", "s",

@@ -95,6 +95,24 @@ TEST(RunModel, CheckpointIsWeightsAndOptimizerStatesAsTheyAreSharded) {
   EXPECT_DOUBLE_EQ(a.restart_s, 600 + a.checkpoint.load_s);
 }
 
+// torchtitan's FSDP2 keeps only the sharded fp32 parameter the optimizer
+// updates: its checkpoint is 4 + 8 B per parameter, not Megatron's 2 + 4 + 8.
+TEST(RunModel, CheckpointHoldsTheStatesTheSoftwareKeeps) {
+  const std::string run = R"({"tokens": 1e12, "checkpoint": {"mode": "sync"}})";
+  const ScenarioSpec megatron = data_parallel(run);
+  ScenarioSpec fsdp2 = read_ok(R"({"model": "llama3-8b",
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 16},
+    "training": {"seq_len": 4096, "global_batch": 512},
+    "parallelism": {"dp": 128, "zero": 3}, "software": "torchtitan", "run": )" +
+                               run + "}");
+  const RunModel a = run_model(megatron, 1e12, 1.0, 1.0);
+  const RunModel b = run_model(fsdp2, 1e12, 1.0, 1.0);
+  EXPECT_NEAR(b.checkpoint.bytes / a.checkpoint.bytes, 12.0 / 14.0, 1e-9);
+  // Every state sharded 128 ways: 12 B per parameter over 128 GPUs.
+  const double params = a.checkpoint.bytes / 14;
+  EXPECT_NEAR(b.checkpoint.bytes_per_gpu, params * 12.0 / 128, 1e-3 * params / 128);
+}
+
 TEST(RunModel, IntervalIsDalysOptimumInWholeStepsUnlessSet) {
   const ScenarioSpec spec = data_parallel(R"({"tokens": 1e12, "checkpoint": {"mode": "sync"}})");
   const double step = 0.5;

@@ -14,6 +14,7 @@
 
 #include "scenarios/run/run_model.h"
 #include "scenarios/run/run_sampler.h"
+#include "scenarios/step/software.h"
 #include "scenarios/sweep/hardware_facts.h"
 #include "strategies/job.h"
 #include "tests/scenarios/sweep/sweep_test_util.h"
@@ -85,7 +86,7 @@ TEST(SweepEnumeration, ShardGroupsOnlyForZero3AndEveryPlanValid) {
     }
     EXPECT_LE(p.tp, 8);  // the scale-up domain
     EXPECT_LE(p.cp, 2);  // seq_len / 1024
-    strategies::Job job{spec.model, spec.training, p, spec.options};
+    strategies::Job job = job_of(spec, p);
     job.training.micro_batch = c.micro_batch;
     EXPECT_TRUE(strategies::validate(job).empty());
     // No plan twice.
@@ -347,7 +348,9 @@ TEST_F(SmallSweep, MoreGpusPayForTheirFailureRate) {
   const RankedPlan* best[2] = {nullptr, nullptr};
   for (size_t k = 0; k < o.ranked.size(); ++k) {
     const RankedPlan& p = o.ranked[k];
-    if (k > 0) EXPECT_LE(o.ranked[k - 1].train_time_s, p.train_time_s);
+    if (k > 0) {
+      EXPECT_LE(o.ranked[k - 1].train_time_s, p.train_time_s);
+    }
     const RankedPlan*& b = best[o.candidates[p.index].target];
     if (b == nullptr) b = &p;
   }
@@ -360,6 +363,23 @@ TEST_F(SmallSweep, MoreGpusPayForTheirFailureRate) {
   ASSERT_TRUE(o.ranked.front().run.has_value());
   EXPECT_FALSE(o.ranked.back().run.has_value());
   EXPECT_GT(o.ranked.front().run->interruptions.mean, 0);
+  // The scenario's own plan is ranked overall and on its own target: its
+  // place among all ranked plans, and among those of its target alone.
+  ASSERT_TRUE(o.baseline && o.baseline->index && o.baseline->rank_in_target);
+  uint64_t before = 0, before_in_target = 0;
+  bool found = false;
+  for (const RankedPlan& p : o.ranked) {
+    if (p.index == *o.baseline->index) {
+      found = true;
+      break;
+    }
+    ++before;
+    before_in_target += o.candidates[p.index].target == o.baseline->target ? 1 : 0;
+  }
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*o.baseline->rank, before + 1);
+  EXPECT_EQ(*o.baseline->rank_in_target, before_in_target + 1);
+  EXPECT_LT(*o.baseline->rank_in_target, *o.baseline->rank);  // the other target has plans ahead
 }
 
 }  // namespace
