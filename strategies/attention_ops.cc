@@ -92,6 +92,7 @@ void attention_projections_forward(const Job& job, const RankShape& r, Builder& 
     const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * r.head_dim;
     fp8_forward_casts(job, b, "qkv", d(r.norm_tokens) * d(r.hidden), d(r.hidden) * d(qkv_out),
                       true);
+    fp8_sequence_parallel_amax(job, r, b, "qkv_input");
     sp_gather_forward(job, r, b, "attn_input_gather");
     b.gemm("qkv", r.tokens, qkv_out, r.hidden, 1, qkv_model_fraction(job, r)).saved_bytes =
         column_input_saved(r);

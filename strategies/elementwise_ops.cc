@@ -284,4 +284,62 @@ void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double e
   b.memory(name + "_grad_fp8_cast", cast.bytes * elements, elements, cast.kernels);
 }
 
+namespace {
+
+constexpr double kAmaxBytes = 4;  // one fp32 amax
+
+bool delayed_scaling(const Job& job) {
+  switch (job.training.recipe) {
+    case PrecisionRecipe::kDelayed:
+    case PrecisionRecipe::kFp8Full:
+      return true;
+    case PrecisionRecipe::kSoftware:
+      return job.software.fp8.recipe == Fp8Recipe::kTeDelayed;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void fp8_sequence_parallel_amax(const Job& job, const RankShape& r, Builder& b,
+                                const std::string& name) {
+  if (job.training.precision != sim::NumberFormat::kFp8 || !quantized_linears(job) ||
+      job.training.recipe != PrecisionRecipe::kTensorwise || !r.sp) {
+    return;
+  }
+  // TE Float8CurrentScaling: with sequence_parallel the column-parallel
+  // input quantizer and the row-parallel grad-output quantizer get
+  // with_amax_reduction over tp_group (module/linear.py, layernorm_linear.py,
+  // layernorm_mlp.py _customize_quantizers_float8_current_scaling); the C++
+  // quantizer all-reduces the fp32 amax (MAX) and waits before the cast
+  // (csrc quantizer.cpp Float8CurrentScalingQuantizer).
+  b.collective(name + "_amax_all_reduce", Dim::kTp, CollectiveKind::kAllReduce, kAmaxBytes);
+}
+
+std::vector<Op> fp8_amax_reduction_ops(const Job& job, double gemms, bool forward) {
+  if (job.training.precision != sim::NumberFormat::kFp8 || !quantized_linears(job) ||
+      !delayed_scaling(job) || !job.software.fp8.amax_all_reduce || !(gemms > 0)) {
+    return {};
+  }
+  // One fp32 amax per fp8 tensor with Megatron's amax_history_len 1: per
+  // GEMM 3 forward (input, weight, output), 2 backward (output and input
+  // gradients) (TE module/base.py set_meta_tensor).
+  const double amaxes = (forward ? 3.0 : 2.0) * gemms;
+  // FP8GlobalStateManager.reduce_and_update_fp8_tensors (TE fp8.py @v1.11
+  // l.313-375): torch.cat of the region's amaxes (read and write them), a
+  // blocking all_reduce(MAX, async_op=False) that the compute stream waits
+  // for, over Megatron's amax group tp x dp x cp
+  // (get_amax_reduction_group(with_context_parallel=True), transformer_block.py),
+  // then one fused_amax_and_scale_update_after_reduction kernel (reads the
+  // amaxes, the history and the scales; writes history and scales).
+  const RankShape r = rank_shape(job);
+  Builder b(r, forward ? OpRole::kForward : OpRole::kInputGrad);
+  b.memory("fp8_amax_cat", 2 * kAmaxBytes * amaxes, 0);
+  b.stage_collective("fp8_amax_all_reduce", CollectiveKind::kAllReduce, kAmaxBytes * amaxes,
+                     job.plan.tp * job.plan.cp * job.plan.dp);
+  b.memory("fp8_scale_update", 5 * kAmaxBytes * amaxes, amaxes);
+  return b.take();
+}
+
 }  // namespace podsim::strategies::ops

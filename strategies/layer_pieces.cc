@@ -79,6 +79,7 @@ void dense_mlp_forward(const Job& job, const RankShape& r, Builder& b, const std
 }
 void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         int64_t ffn) {
+  fp8_sequence_parallel_amax(job, r, b, name + "_fc2_grad");
   fp8_grad_cast(job, b, name + "_fc2", d(r.norm_tokens) * d(r.hidden));
   row_linear_backward(r, b, name + "_fc2", ffn, r.hidden);
   activation_backward(job, r, b, name, d(r.tokens), ffn);

@@ -70,6 +70,8 @@ int64_t Layout::group_size(GroupKind kind) const {
       return dp_ * cp_ / shard_;
     case GroupKind::kEmbedding:
       return pp_ > 1 ? 2 : 1;
+    case GroupKind::kStage:
+      return tp_ * cp_ * dp_;
   }
   return 1;
 }
@@ -128,6 +130,9 @@ std::vector<int64_t> Layout::group(int64_t rank, GroupKind kind) const {
     case GroupKind::kEmbedding:
       with({c.tp, c.cp, 0, c.dp, 0, 0, 0});
       if (pp_ > 1) with({c.tp, c.cp, 0, c.dp, pp_ - 1, 0, 0});
+      break;
+    case GroupKind::kStage:
+      for (int64_t q = 0; q < tp_ * cp_ * dp_; ++q) out.push_back(from_stage_index(q, c.pp));
       break;
   }
   return out;

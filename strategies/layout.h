@@ -22,8 +22,9 @@ enum class GroupKind : uint8_t {
   kEmbedding,   ///< first and last stage of one pipeline (tied embeddings)
   kExpertTp,    ///< expert tensor parallel: the ranks sharing one expert's weights
   kExpertTpEp,  ///< expert-TP x EP: the ranks one MoE layer's tokens can reach
+  kStage,       ///< tp x cp x dp: every rank of one pipeline stage (Megatron's fp8 amax group)
 };
-inline constexpr int kGroupKinds = 12;
+inline constexpr int kGroupKinds = 13;
 
 /// Coordinates of a rank. The expert coordinates `etp`, `ep` and `edp`
 /// (expert-data-parallel index) are derived from the rank's index among the

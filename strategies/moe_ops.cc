@@ -163,6 +163,7 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
   const bool overlap_shared = job.options.moe.shared_expert_overlap && s.shared_ffn > 0;
   if (overlap_shared) {
     b.set_moe_part(MoePart::kShared);
+    fp8_sequence_parallel_amax(job, r, b, "moe_shared_fc1_input");
     sp_gather_forward(job, r, b, "moe_shared_gather");
   }
   b.set_moe_part(MoePart::kDispatch);
@@ -235,6 +236,7 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
   }
   if (s.shared_ffn > 0 && !overlap_shared) {
     b.set_moe_part(MoePart::kShared);
+    fp8_sequence_parallel_amax(job, r, b, "moe_shared_fc1_input");
     sp_gather_forward(job, r, b, "moe_shared_gather");
     dense_mlp_forward(job, r, b, "moe_shared", s.shared_ffn);
   }

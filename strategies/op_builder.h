@@ -113,6 +113,15 @@ class Builder {
     op.collective = {Dim::kEp, kind, bytes, -1, group, {}};
     return &op;
   }
+  /// A collective among every rank of the stage (`ranks` of them, tp x cp x
+  /// dp; reported under dp); nullptr when the stage has one rank.
+  Op* stage_collective(std::string name, CollectiveKind kind, double bytes, int64_t ranks) {
+    if (ranks <= 1) return nullptr;
+    Op& op = add(std::move(name), OpKind::kCollective);
+    op.format = r_.act_format;
+    op.collective = {Dim::kDp, kind, bytes, -1, InWorkGroup::kStage, {}};
+    return &op;
+  }
   /// Tags the ops added from now on as part `part` of an MoE block.
   void set_moe_part(MoePart part) { moe_part_ = part; }
   /// The next op added waits for a host synchronisation (Op::host_sync).
@@ -246,6 +255,17 @@ void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const st
 /// cast every call, its `weight_elements` weights.
 void fp8_forward_casts(const Job& job, Builder& b, const std::string& name, double input_elements,
                        double weight_elements, bool after_norm);
+/// Under current (tensor-wise) scaling, a sequence-parallel operand cast
+/// before its TP all-gather -- a column-parallel linear's input, a
+/// row-parallel linear's output gradient -- first all-reduces its amax over
+/// the TP group, so that every shard shares one scale.
+void fp8_sequence_parallel_amax(const Job& job, const RankShape& r, Builder& b,
+                                const std::string& name);
+/// What Transformer Engine's delayed scaling runs when the fp8 autocast
+/// region around a chunk's layers closes (forward) and when the backward of
+/// its first fp8 module ends (backward), for the region's `gemms` fp8 GEMMs;
+/// nothing under other recipes or Fp8Policy::amax_all_reduce off.
+std::vector<Op> fp8_amax_reduction_ops(const Job& job, double gemms, bool forward);
 /// The cast of a linear's `elements`-element output gradient before its fp8
 /// dgrad and wgrad GEMMs.
 void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double elements);

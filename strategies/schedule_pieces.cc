@@ -15,6 +15,8 @@ void add_params(StageParams& to, const StageParams& from, double times = 1.0) {
 /// Sets what a piece of chunk `c` covers from its layer range and flags.
 void set_range(const Job& job, const ChunkInfo& c, Piece& p) {
   p.range = {layer_runs(job, c, p.layer_begin, p.layer_end), p.embedding, p.head, p.mtp};
+  p.range.chunk_first_layer = p.layers() > 0 && p.layer_begin == c.layer_begin;
+  p.range.chunk_last_layer = p.layers() > 0 && p.layer_end == c.layer_end;
 }
 
 Piece piece_of(const Job& job, const ChunkInfo& c, int64_t begin, int64_t end, bool embedding,

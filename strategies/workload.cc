@@ -91,6 +91,7 @@ void layer_forward(const Job& job, const RankShape& r, const LayerKind& kind, Bu
   } else {
     fp8_forward_casts(job, b, "mlp_fc1", d(r.norm_tokens) * d(r.hidden),
                       d(r.hidden) * d(mlp_in_columns(job, r.ffn)), true);
+    ops::fp8_sequence_parallel_amax(job, r, b, "mlp_fc1_input");
     sp_gather_forward(job, r, b, "mlp_input_gather");
     dense_mlp_forward(job, r, b, "mlp", r.ffn);
   }
@@ -107,6 +108,7 @@ void layer_backward(const Job& job, const RankShape& r, const LayerKind& kind, B
   }
   norm_backward(job, r, b, "mlp_norm_bwd");
   residual_backward(job, r, b, "attn_residual_bwd");
+  ops::fp8_sequence_parallel_amax(job, r, b, "attn_out_grad");
   fp8_grad_cast(job, b, "attn_out", d(r.norm_tokens) * d(r.hidden));
   row_linear_backward(r, b, "attn_out", static_cast<int64_t>(a.o_width), r.hidden);
   attention_core_backward(job, r, a, b);
@@ -631,6 +633,20 @@ void add_zero3_parameter_host_work(const Job& job, Pass pass, const WorkRange& r
   host.rank_list_entries += static_cast<double>((gathered + scattered) * group);
 }
 
+/// The fp8 GEMMs of a range's layers, one per expert of a grouped GEMM: the
+/// GEMMs whose amaxes the chunk's fp8 autocast region holds.
+double fp8_layer_gemms(const Job& job, const WorkRange& range) {
+  double gemms = 0;
+  for (const LayerRun& run : range.runs) {
+    for (const Op& op : layer_ops(job, run.kind, Pass::kForward)) {
+      if (op.kind == OpKind::kGemm && op.format == sim::NumberFormat::kFp8) {
+        gemms += static_cast<double>(op.count * op.gemm.batch * run.count);
+      }
+    }
+  }
+  return gemms;
+}
+
 }  // namespace
 
 Work make_work(const Job& job, Pass pass, const WorkRange& range) {
@@ -653,15 +669,27 @@ Work make_work(const Job& job, Pass pass, const WorkRange& range) {
   auto add_layers = [&](const LayerRun& run) {
     add(run.kind.moe ? "moe layer" : "layer", run.count, layer_ops(job, run.kind, pass));
   };
+  // Transformer Engine's delayed scaling reduces the amaxes of the region
+  // around a chunk's layers (Megatron's TransformerBlock) as it closes, and
+  // in the backward of its first fp8 module; a recompute does not.
+  const bool amax_forward = pass == Pass::kForward && range.chunk_last_layer;
+  const bool amax_backward =
+      (pass == Pass::kBackward || pass == Pass::kBackwardInput) && range.chunk_first_layer;
+  auto add_amax_reduction = [&](bool forward_region) {
+    add("fp8 amax", 1,
+        ops::fp8_amax_reduction_ops(job, fp8_layer_gemms(job, range), forward_region));
+  };
   if (forward) {
     if (range.embedding) add("embedding", 1, embedding_ops(job, pass));
     for (const LayerRun& run : range.runs) add_layers(run);
+    if (amax_forward) add_amax_reduction(true);
     if (range.head) add("head", 1, head_ops(job, pass));
     add("mtp", range.mtp, mtp_ops(job, pass));
   } else {
     add("mtp", range.mtp, mtp_ops(job, pass));
     if (range.head) add("head", 1, head_ops(job, pass));
     for (auto it = range.runs.rbegin(); it != range.runs.rend(); ++it) add_layers(*it);
+    if (amax_backward) add_amax_reduction(false);
     if (range.embedding) add("embedding", 1, embedding_ops(job, pass));
   }
   // torch.compile per block: each layer's pass is one call into its

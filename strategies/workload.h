@@ -74,6 +74,7 @@ enum class InWorkGroup : uint8_t {
   kOfDim,       ///< the group of its `dim` (tp, cp or ep)
   kExpertTp,    ///< the expert-tensor-parallel group (MoE parallel folding)
   kExpertTpEp,  ///< expert-TP x EP: every rank one MoE layer's tokens can reach
+  kStage,       ///< every rank of the pipeline stage (tp x cp x dp; reported under dp)
 };
 
 /// An MoE dispatch or combine: what the lowering needs to price a fused
@@ -276,6 +277,10 @@ struct WorkRange {
   bool embedding = false;
   bool head = false;
   int64_t mtp = 0;
+  /// The range holds its pipeline chunk's first / last layer: where the fp8
+  /// autocast region around the chunk's layers reduces its amaxes (backward
+  /// / forward; fp8_amax_reduction in workload.cc).
+  bool chunk_first_layer = false, chunk_last_layer = false;
   auto operator<=>(const WorkRange&) const = default;
 };
 /// A work for a range: embedding, each run's layer ops repeated `count`

@@ -136,7 +136,7 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_choice("/software/fp8/weight_cast", "per_step|per_call",
                    "fp8 weights cast once per optimizer step, or on every call"),
   mechanism_flag("/software/fp8/amax_all_reduce",
-                 "one blocking amax all-reduce per forward and per backward"),
+                 "delayed scaling: one blocking amax all-reduce over the stage (tp x dp x cp) per chunk's forward and backward"),
   sources("/software/fp8/sources"),
 
   object("/software/tp_overlap", kRequired, "tensor-parallel communication overlap (with options.overlap.tp)"),

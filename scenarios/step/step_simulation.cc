@@ -125,14 +125,17 @@ class Pricer {
   std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
 };
 
-/// The group an in-task collective runs over: its dimension's, or the
-/// expert-TP (and EP) group of MoE experts under parallel folding.
+/// The group an in-task collective runs over: its dimension's, the
+/// expert-TP (and EP) group of MoE experts under parallel folding, or the
+/// whole stage (fp8 amax reduction).
 GroupKind in_work_group_kind(const strategies::CollectiveShape& c) {
   switch (c.group) {
     case InWorkGroup::kExpertTp:
       return GroupKind::kExpertTp;
     case InWorkGroup::kExpertTpEp:
       return GroupKind::kExpertTpEp;
+    case InWorkGroup::kStage:
+      return GroupKind::kStage;
     case InWorkGroup::kOfDim:
       break;
   }

@@ -98,6 +98,7 @@ PlanBounds::Impl::Groups PlanBounds::Impl::groups_of(const strategies::Layout& l
   }
   Groups out;
   out.rank = rank;
+  out.global_rank = rank;
   int64_t base = 0;
   const int64_t total = fabric.gpu_count();
   for (size_t l = 0; l < levels.size(); ++l) {
@@ -150,7 +151,20 @@ double PlanBounds::Impl::work_cost(const Job& job, const strategies::Layout& lay
 
 double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& layout,
                                       const Groups& groups, const strategies::Segment& seg) {
-  std::string key = groups.key;
+  const bool over_stage = std::any_of(seg.ops.begin(), seg.ops.end(), [](const strategies::Op& op) {
+    return op.kind == strategies::OpKind::kCollective &&
+           op.collective.group == strategies::InWorkGroup::kStage;
+  });
+  Groups whole;
+  if (over_stage) {  // keyed by the stage's members: plans share this cache
+    whole.rank = whole.global_rank = groups.global_rank;
+    append(whole.key, -2);
+    for (int64_t m : layout.group(groups.global_rank, strategies::GroupKind::kStage)) {
+      append(whole.key, m);
+    }
+  }
+  const Groups& priced = over_stage ? whole : groups;
+  std::string key = priced.key;
   append_ops(key, seg.ops);
   auto it = segment_costs.find(key);
   if (it != segment_costs.end()) return it->second;
@@ -163,7 +177,7 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
   // GPU time only: the host's issue time bounds a whole task, not its
   // segments one by one.
   const WorkCost cost =
-      cost_work(scratch, {gpu, fabric_for(groups), collectives, kernels}, 0, groups.rank);
+      cost_work(scratch, {gpu, fabric_for(priced), collectives, kernels}, 0, priced.rank);
   const double seconds = cost.duration_s - cost.host_idle_s;
   segment_costs.emplace(std::move(key), seconds);
   return seconds;

@@ -98,10 +98,13 @@ struct PlanBounds::Impl {
   /// level (levels_of) and the layout gives the rank moved to the first
   /// block the same groups moved alike (checked, not assumed), on that
   /// level's cut-down cluster for the moved rank; otherwise on the whole
-  /// fabric. The key holds the level and the (moved) GPU ids.
+  /// fabric. The key holds the level and the (moved) GPU ids. A segment with
+  /// a collective over the whole stage (fp8 amax reduction) is priced on the
+  /// whole fabric for `global_rank`.
   struct Groups {
     std::string key;
     int64_t rank = 0;
+    int64_t global_rank = 0;
     int level = -1;  ///< -1: the whole fabric
   };
   static constexpr std::array<strategies::GroupKind, 5> kInTask{

@@ -53,9 +53,10 @@ TEST(Layout, GroupsPartitionTheRanks) {
   p.shard_group = 4;
   p.expert_tp = 2;
   const Layout l(p);
-  for (GroupKind kind : {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kDpCp,
-                         GroupKind::kEp, GroupKind::kExpertDp, GroupKind::kPp, GroupKind::kShard,
-                         GroupKind::kReplica, GroupKind::kExpertTp, GroupKind::kExpertTpEp}) {
+  for (GroupKind kind :
+       {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kDpCp, GroupKind::kEp,
+        GroupKind::kExpertDp, GroupKind::kPp, GroupKind::kShard, GroupKind::kReplica,
+        GroupKind::kExpertTp, GroupKind::kExpertTpEp, GroupKind::kStage}) {
     std::set<int64_t> seen;
     std::set<std::vector<int64_t>> groups;
     for (int64_t r = 0; r < l.world(); ++r) {

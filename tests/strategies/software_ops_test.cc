@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "strategies/layout.h"
+#include "strategies/schedule.h"
 #include "strategies/workload.h"
 #include "tests/strategies/test_util.h"
 
@@ -207,6 +209,108 @@ TEST(SelectiveRecompute, TorchtitanKeepsEveryOtherMatmulAndRecomputesTheRest) {
   job.software.fp8.recipe = Fp8Recipe::kTorchaoDynamic;
   EXPECT_DOUBLE_EQ(recomputed(job).gemm_flops,
                    2.0 * 8192 * 4096 * (4096 + 2 * 1024 + 4096 + 3 * 14336));
+}
+
+/// The amax all-reduces of one rank's tasks of `kind`: (bytes, stage ranks)
+/// per task that has one.
+std::vector<std::pair<double, size_t>> amax_reductions(const Schedule& s, size_t ri,
+                                                       TaskKind kind) {
+  std::vector<std::pair<double, size_t>> out;
+  for (const Task& t : s.rank_tasks(ri)) {
+    if (t.kind != kind || t.work < 0) continue;
+    for (const Segment& seg : s.works[static_cast<size_t>(t.work)].segments) {
+      for (const Op& op : seg.ops) {
+        if (op.kind != OpKind::kCollective || op.collective.group != InWorkGroup::kStage) continue;
+        EXPECT_EQ(op.collective.kind, CollectiveKind::kAllReduce);
+        EXPECT_EQ(seg.repeat, 1);
+        out.emplace_back(op.collective.bytes, s.layout.group(t.rank, GroupKind::kStage).size());
+      }
+    }
+  }
+  return out;
+}
+
+/// Llama 3 8B cut to 8 layers on tp 2, dp 2, pp 2 with 2 virtual stages:
+/// 2 layers per chunk, 8 micro-batches.
+Job fp8_pipeline_job() {
+  Job job = testing::preset_job("llama3-8b", 1024, 16);
+  job.model.layers = 8;
+  job.plan.tp = 2;
+  job.plan.dp = 2;
+  job.plan.pp = 2;
+  job.plan.virtual_stages = 2;
+  job.plan.schedule = PipelineSchedule::kInterleavedOneFOneB;
+  job.training.precision = sim::NumberFormat::kFp8;
+  return job;
+}
+
+Schedule build(const Job& job) {
+  BuildResult r = build_schedule(job, Scope::kRepresentatives);
+  for (const PlanProblem& p : r.problems) ADD_FAILURE() << p.path << ": " << p.message;
+  return std::move(*r.schedule);
+}
+
+TEST(Fp8Amax, DelayedScalingReducesOncePerChunkAndPassOverTheWholeStage) {
+  const Job job = fp8_pipeline_job();
+  const Schedule s = build(job);
+  const int64_t chunk_passes = micro_batches(job) * job.plan.virtual_stages;  // 8 x 2
+  // Per chunk: 2 layers x 4 fp8 GEMMs (qkv, attn_out, fc1, fc2), one fp32
+  // amax per tensor: 3 per GEMM forward, 2 backward; over tp x dp = 4 ranks.
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    const auto forward = amax_reductions(s, ri, TaskKind::kForward);
+    const auto backward = amax_reductions(s, ri, TaskKind::kBackward);
+    ASSERT_EQ(static_cast<int64_t>(forward.size()), chunk_passes);
+    ASSERT_EQ(static_cast<int64_t>(backward.size()), chunk_passes);
+    EXPECT_DOUBLE_EQ(forward[0].first, 4.0 * 3 * 4 * 2);
+    EXPECT_DOUBLE_EQ(backward[0].first, 4.0 * 2 * 4 * 2);
+    EXPECT_EQ(forward[0].second, 4u);
+  }
+}
+
+TEST(Fp8Amax, OnlyDelayedScalingWithTheReductionOnPaysIt) {
+  Job job = fp8_pipeline_job();
+  job.plan.recompute.mode = RecomputeMode::kFull;  // a recompute does not reduce
+  EXPECT_TRUE(amax_reductions(build(job), 0, TaskKind::kRecompute).empty());
+  EXPECT_FALSE(amax_reductions(build(job), 0, TaskKind::kForward).empty());
+  Job bf16 = fp8_pipeline_job();
+  bf16.training.precision = sim::NumberFormat::kBf16;
+  EXPECT_TRUE(amax_reductions(build(bf16), 0, TaskKind::kForward).empty());
+  Job current = fp8_pipeline_job();
+  current.training.recipe = PrecisionRecipe::kTensorwise;  // local scales
+  EXPECT_TRUE(amax_reductions(build(current), 0, TaskKind::kForward).empty());
+  Job off = fp8_pipeline_job();
+  off.software.fp8.amax_all_reduce = false;
+  EXPECT_TRUE(amax_reductions(build(off), 0, TaskKind::kBackward).empty());
+}
+
+TEST(Fp8Amax, CurrentScalingReducesEachSequenceParallelOperandsAmaxOverTp) {
+  // Float8CurrentScaling with SP: the qkv and fc1 inputs (column-parallel)
+  // forward, the attn_out and fc2 output gradients (row-parallel) backward,
+  // one fp32 amax all-reduced over the TP group before each cast.
+  Job job = fp8_pipeline_job();
+  job.plan.sequence_parallel = true;
+  job.training.recipe = PrecisionRecipe::kTensorwise;
+  auto tp_amaxes = [](const Job& j, Pass pass) {
+    std::vector<std::string> names;
+    for (const Op& op : layer_ops(j, pass)) {
+      if (op.kind != OpKind::kCollective || op.name.find("amax") == std::string::npos) continue;
+      EXPECT_EQ(op.collective.dim, Dim::kTp);
+      EXPECT_DOUBLE_EQ(op.collective.bytes, 4);
+      names.push_back(op.name);
+    }
+    return names;
+  };
+  EXPECT_EQ(
+      tp_amaxes(job, Pass::kForward),
+      (std::vector<std::string>{"qkv_input_amax_all_reduce", "mlp_fc1_input_amax_all_reduce"}));
+  EXPECT_EQ(
+      tp_amaxes(job, Pass::kBackward),
+      (std::vector<std::string>{"mlp_fc2_grad_amax_all_reduce", "attn_out_grad_amax_all_reduce"}));
+  job.plan.sequence_parallel = false;  // every TP rank casts the whole tensor
+  EXPECT_TRUE(tp_amaxes(job, Pass::kForward).empty());
+  job.plan.sequence_parallel = true;
+  job.training.recipe = PrecisionRecipe::kSoftware;  // delayed: scales from the history
+  EXPECT_TRUE(tp_amaxes(job, Pass::kBackward).empty());
 }
 
 }  // namespace

@@ -91,6 +91,17 @@ TEST(SweepBounds, DenseModelOnTwoNodes) {
   EXPECT_GT(c.tightest_refined, 0.99);
 }
 
+TEST(SweepBounds, Fp8DelayedScalingAmaxReductionOverAStageAcrossNodes) {
+  // Each chunk's amax all-reduce runs over the whole stage, which spans both
+  // nodes for most plans: priced on the whole fabric, still a lower bound.
+  std::string scenario =
+      small_scenario(2, 16, R"({"tp": 2, "pp": 2, "dp": 4, "sequence_parallel": true})");
+  const std::string mb = R"("micro_batch": 1})";
+  scenario.replace(scenario.find(mb), mb.size(), R"("micro_batch": 1, "precision": "fp8"})");
+  const Checked c = check_bounds(read_ok(scenario), 31, 3);
+  EXPECT_GT(c.plans, 40u);
+}
+
 TEST(SweepBounds, WithACalibrationProfile) {
   // The simulation prices kernels with the profile's fitted curves; so must
   // the bounds.
