@@ -64,6 +64,7 @@ LinkId Engine::add_link(double capacity_bytes_per_s) {
     precondition_failed("add_link: capacity must be finite and > 0 bytes/s, got " +
                         std::to_string(capacity_bytes_per_s));
   }
+  ++state_->links;
   return LinkId{state_->net.add_link(capacity_bytes_per_s)};
 }
 
@@ -100,17 +101,28 @@ ActivityId Engine::add_pool_work(Time duration, PoolId pool, StreamId stream, ui
 }
 
 void Engine::add_hold(ActivityId from, ActivityId until, PoolId pool, double share) {
+  add_hold(from, until, std::span<const PoolId>(&pool, 1), share);
+}
+
+void Engine::add_hold(ActivityId from, ActivityId until, std::span<const PoolId> pools,
+                      double share) {
   State& s = State::of(state_);
   s.check_not_ran("add_hold");
   s.check_activity(from, "add_hold (from)");
   s.check_activity(until, "add_hold (until)");
-  if (pool.index >= s.pools || !(share >= 0.0 && share <= 1.0)) [[unlikely]] {
-    precondition_failed("add_hold: unknown pool " + std::to_string(pool.index) +
-                        " or share outside [0, 1]: " + std::to_string(share));
+  for (const PoolId pool : pools) {
+    if (pool.index >= s.pools || !(share >= 0.0 && share <= 1.0)) [[unlikely]] {
+      precondition_failed("add_hold: unknown pool " + std::to_string(pool.index) +
+                          " or share outside [0, 1]: " + std::to_string(share));
+    }
   }
+  if (pools.empty()) return;
+  if (s.hold_pools.size() + pools.size() >= kNone) [[unlikely]]
+    precondition_failed("add_hold: more than 2^32-1 held pools");
   s.hold_from.push_back(from.index);
   s.hold_until.push_back(until.index);
-  s.hold_pool.push_back(pool.index);
+  for (const PoolId pool : pools) s.hold_pools.push_back(pool.index);
+  s.hold_pool_begin.push_back(static_cast<uint32_t>(s.hold_pools.size()));
   s.hold_share.push_back(share);
 }
 
@@ -222,6 +234,6 @@ uint32_t Engine::tag(ActivityId activity) const {
 }
 
 size_t Engine::activity_count() const { return State::of(state_).kind.size(); }
-size_t Engine::link_count() const { return State::of(state_).net.link_count(); }
+size_t Engine::link_count() const { return State::of(state_).links; }
 
 }  // namespace podsim::sim

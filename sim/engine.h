@@ -105,6 +105,9 @@ class Engine {
   /// finishes (nothing if `until` finishes first). Shares of concurrent
   /// holds add up; work keeps at least 1/100 of the pool. share in [0, 1].
   void add_hold(ActivityId from, ActivityId until, PoolId pool, double share);
+  /// The same hold on each of `pools` (the GPUs of one collective): stored
+  /// once, with the pools listed, and applied to them in that order.
+  void add_hold(ActivityId from, ActivityId until, std::span<const PoolId> pools, double share);
   /// A transfer of `bytes` over `path` (links in order). `latency` elapses
   /// before any byte moves. `max_rate_bytes_per_s` caps the flow's own rate
   /// (0: no cap). An empty path with no cap is rejected; bytes == 0 makes the

@@ -77,6 +77,55 @@ void Engine::State::build_successors() {
   edge_to = {};
 }
 
+void Engine::State::shrink_build_state() {
+  // Vectors grown by doubling, or reserved from an estimate, keep slack that
+  // would stay held through the run: give it back before the run's own
+  // arrays are allocated.
+  for (auto* v : {&tag, &stream, &pending, &work_of, &work_pool, &hold_from, &hold_until,
+                  &hold_pool_begin, &hold_pools, &flow_activity}) {
+    v->shrink_to_fit();
+  }
+  kind.shrink_to_fit();
+  param.shrink_to_fit();
+  flow_bytes.shrink_to_fit();
+  flow_latency.shrink_to_fit();
+  hold_share.shrink_to_fit();
+  net.shrink_to_fit();
+}
+
+void Engine::State::release_run_state() {
+  // After the run, queries read only kind, tag, param, finish, flow_start,
+  // work_of and work_start (and names): free the rest.
+  stream = {};
+  pending = {};
+  succ_begin = {};
+  succ = {};
+  stream_last = {};
+  net = FlowNetwork{};
+  flow_activity = {};
+  flow_bytes = {};
+  flow_latency = {};
+  remaining = {};
+  last_update = {};
+  done_seq = {};
+  work_pool = {};
+  hold_pool_begin = {};
+  hold_pools = {};
+  hold_share = {};
+  from_begin = {};
+  from_list = {};
+  until_begin = {};
+  until_list = {};
+  hold_state = {};
+  pool_held = {};
+  pool_rate = {};
+  pool_running = {};
+  work_left = {};
+  work_update = {};
+  work_seq = {};
+  queue = EventQueue{};
+}
+
 void Engine::State::build_holds() {
   // Counting sort of the holds by the activity that begins / ends them.
   const size_t n = kind.size();
@@ -91,7 +140,11 @@ void Engine::State::build_holds() {
   };
   index(hold_from, from_begin, from_list);
   index(hold_until, until_begin, until_list);
+  has_holds = !hold_from.empty();
   hold_state.assign(hold_from.size(), 0);
+  // The run reaches holds through the indexes only.
+  hold_from = {};
+  hold_until = {};
   pool_held.assign(pools, 0.0);
   pool_rate.assign(pools, 1.0);
   pool_running.assign(pools, {});
@@ -127,6 +180,12 @@ void Engine::State::set_pool_share(uint32_t pool, double delta) {
   for (const uint32_t a : pool_running[pool]) schedule_work(a);
 }
 
+void Engine::State::set_hold_share(uint32_t hold, double sign) {
+  for (uint32_t i = hold_pool_begin[hold]; i < hold_pool_begin[hold + 1]; ++i) {
+    set_pool_share(hold_pools[i], sign * hold_share[hold]);
+  }
+}
+
 void Engine::State::start_activity(uint32_t a) {
   switch (kind[a]) {
     case ActivityKind::kDelay:
@@ -151,23 +210,23 @@ void Engine::State::start_activity(uint32_t a) {
       break;
     }
   }
-  if (hold_from.empty()) return;
+  if (!has_holds) return;
   for (uint32_t i = from_begin[a]; i < from_begin[a + 1]; ++i) {
     const uint32_t h = from_list[i];
     if (hold_state[h] != 0) continue;  // its `until` already finished
     hold_state[h] = 1;
-    set_pool_share(hold_pool[h], hold_share[h]);
+    set_hold_share(h, 1.0);
   }
 }
 
 void Engine::State::finish_activity(uint32_t a, RunResult& result) {
   finish[a] = now;
   if (result.end.ps() < now) result.end = Time::from_ps(now);
-  if (!hold_from.empty()) {
+  if (has_holds) {
     // Holds end before successors start: they see the freed pool.
     for (uint32_t i = until_begin[a]; i < until_begin[a + 1]; ++i) {
       const uint32_t h = until_list[i];
-      if (hold_state[h] == 1) set_pool_share(hold_pool[h], -hold_share[h]);
+      if (hold_state[h] == 1) set_hold_share(h, -1.0);
       hold_state[h] = 2;
     }
   }
@@ -217,6 +276,7 @@ RunResult Engine::run() {
   RunResult result;
   result.end = Time::zero();
   const size_t n = s.kind.size();
+  s.shrink_build_state();
   s.build_successors();
   s.finish.assign(n, kNever);
   const size_t flows = s.flow_bytes.size();
@@ -296,11 +356,13 @@ RunResult Engine::run() {
   }
   result.events = events;
   result.fingerprint = hash;
-  if (result.beyond_clock) return result;  // the rest is late, not stuck
-  for (uint32_t a = 0; a < n; ++a) {
-    if (s.finish[a] == kNever) result.deadlocked.push_back(ActivityId{a});
+  if (!result.beyond_clock) {  // past the clock, the rest is late, not stuck
+    for (uint32_t a = 0; a < n; ++a) {
+      if (s.finish[a] == kNever) result.deadlocked.push_back(ActivityId{a});
+    }
+    if (!result.deadlocked.empty()) s.report_deadlock(result);
   }
-  if (!result.deadlocked.empty()) s.report_deadlock(result);
+  s.release_run_state();
   return result;
 }
 

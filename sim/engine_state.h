@@ -64,8 +64,14 @@ struct Engine::State {
   std::vector<uint32_t> work_of;
   std::vector<uint32_t> work_pool;
   uint32_t pools = 0;
-  std::vector<uint32_t> hold_from, hold_until, hold_pool;
+  uint32_t links = 0;  // net's, kept for link_count() once run() has released net
+  // Holds as added, each on the pools hold_pools[hold_pool_begin[h] ..
+  // hold_pool_begin[h + 1]); build_holds indexes them by from / until and
+  // frees those.
+  std::vector<uint32_t> hold_from, hold_until;
+  std::vector<uint32_t> hold_pool_begin{0}, hold_pools;
   std::vector<double> hold_share;
+  bool has_holds = false;
   // Run-time: holds by the activity that begins / ends them (CSR), hold
   // state (0 waiting, 1 held, 2 over), each pool's held share, rate and
   // running work (activities); per pool work its full-rate ps left at
@@ -93,13 +99,16 @@ struct Engine::State {
   uint32_t add_activity(ActivityKind k, int64_t p, StreamId s, uint32_t t);
   void check_activity(ActivityId id, const char* where) const;
   void check_not_ran(const char* where) const;
+  void shrink_build_state();
   void build_successors();
+  void release_run_state();
   void start_activity(uint32_t a);
   void finish_activity(uint32_t a, RunResult& result);
   void apply_rates(std::span<const FlowNetwork::RateChange> changes);
   void build_holds();
   void schedule_work(uint32_t a);
   void set_pool_share(uint32_t pool, double delta);
+  void set_hold_share(uint32_t hold, double sign);
   void compact_queue();
   std::string describe(uint32_t a) const;
   void report_deadlock(RunResult& result) const;

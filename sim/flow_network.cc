@@ -61,6 +61,21 @@ uint32_t FlowNetwork::add_flow(std::span<const PathHop> path, double max_rate_by
   return index;
 }
 
+void FlowNetwork::shrink_to_fit() {
+  capacity_.shrink_to_fit();
+  link_flows_.shrink_to_fit();
+  hops_.shrink_to_fit();
+  hop_begin_.shrink_to_fit();
+  cap_.shrink_to_fit();
+  rate_.shrink_to_fit();
+  bottleneck_.shrink_to_fit();
+  active_.shrink_to_fit();
+  flow_mark_.shrink_to_fit();
+  state_.shrink_to_fit();
+  new_rate_.shrink_to_fit();
+  new_bottleneck_.shrink_to_fit();
+}
+
 void FlowNetwork::activate(uint32_t flow) {
   if (active_[flow]) internal_error("activate: flow already active");
   active_[flow] = 1;

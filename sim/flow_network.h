@@ -30,6 +30,9 @@ class FlowNetwork {
   /// `max_rate_bytes_per_s` == 0: no cap. Returns the flow's index.
   uint32_t add_flow(std::span<const PathHop> path, double max_rate_bytes_per_s);
 
+  /// Gives back the slack of the declared links and flows (before a run).
+  void shrink_to_fit();
+
   /// The flow joins the sharing (its rate is 0 until the next solve()).
   void activate(uint32_t flow);
   /// The flow leaves the sharing; its rate drops to 0.

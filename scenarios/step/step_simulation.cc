@@ -718,6 +718,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   std::vector<sim::PoolId> sms;
   sms.reserve(schedule.ranks.size());
   for (size_t r = 0; r < schedule.ranks.size(); ++r) sms.push_back(engine.add_pool());
+  std::vector<sim::PoolId> held_sms;  // scratch: the simulated members' SMs of one collective
 
   auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
     const bool p2p = task.group < 0;
@@ -751,10 +752,12 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
         hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
     const double share = plan->second.sm_share;
     if (share > 0) {
+      held_sms.clear();
       for (const int64_t m : members) {
         const int64_t index = schedule.rank_index(m);
-        if (index >= 0) engine.add_hold(c.entry, c.exit, sms[static_cast<size_t>(index)], share);
+        if (index >= 0) held_sms.push_back(sms[static_cast<size_t>(index)]);
       }
+      engine.add_hold(c.entry, c.exit, held_sms, share);
     }
     return c;
   };
