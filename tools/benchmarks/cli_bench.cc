@@ -142,6 +142,11 @@ void BM_Cli_Run_Gpt3_175B_1024A100_EveryRank(benchmark::State& state) {
   cli_run(state, {"scenarios/examples/gpt3-175b-selene.json", "--every-rank"});
 }
 void BM_Cli_Run_Default(benchmark::State& state) { cli_run(state, {}); }
+// One slow GPU: the step runs on its pipeline replica (16 ranks), not on
+// every rank (docs/goodput.md, "Stragglers in the step").
+void BM_Cli_Run_Llama3_405B_16kH100_SlowGpu(benchmark::State& state) {
+  cli_run(state, {"tools/benchmarks/inputs/llama3-405b-16k-slow-gpu.json"});
+}
 void BM_Cli_Sweep_Llama3_70B_1024H100(benchmark::State& state) {
   cli_sweep(state, {"scenarios/examples/llama3-70b-1024-h100.json"});
 }
@@ -162,6 +167,10 @@ BENCHMARK(BM_Cli_Run_Gpt3_175B_1024A100_EveryRank)
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Cli_Run_Default)->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Cli_Run_Llama3_405B_16kH100_SlowGpu)
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Cli_Sweep_Llama3_70B_1024H100)
     ->UseManualTime()
     ->Iterations(1)
