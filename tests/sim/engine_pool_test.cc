@@ -2,6 +2,9 @@
 // (a GPU's SMs and the communication kernels that occupy some of them).
 #include <gtest/gtest.h>
 
+#include <array>
+#include <span>
+
 #include "sim/engine.h"
 
 namespace podsim::sim {
@@ -36,6 +39,26 @@ TEST(EnginePool, WorkSlowsByTheShareHeldWhileTheHoldLasts) {
   ASSERT_TRUE(engine.run().completed());
   EXPECT_EQ(engine.start_time(work), Time::zero());
   EXPECT_EQ(engine.finish_time(work), us(110));
+}
+
+TEST(EnginePool, OneHoldOverSeveralPoolsSlowsEachOfThemAndNoOther) {
+  // A collective's SM hold on two of three GPUs, a quarter of each from 20 to
+  // 60 us: both pools' work ends at 110 us (as with one pool above), the
+  // third pool's at 100 us.
+  Engine engine;
+  const std::array<PoolId, 2> held{engine.add_pool(), engine.add_pool()};
+  const PoolId free_pool = engine.add_pool();
+  const ActivityId first = engine.add_pool_work(us(100), held[0]);
+  const ActivityId second = engine.add_pool_work(us(100), held[1]);
+  const ActivityId third = engine.add_pool_work(us(100), free_pool);
+  const ActivityId before = engine.add_delay(us(20));
+  const ActivityId comm = engine.add_delay(us(40));
+  engine.add_dependency(before, comm);
+  engine.add_hold(comm, comm, std::span<const PoolId>(held), 0.25);
+  ASSERT_TRUE(engine.run().completed());
+  EXPECT_EQ(engine.finish_time(first), us(110));
+  EXPECT_EQ(engine.finish_time(second), us(110));
+  EXPECT_EQ(engine.finish_time(third), us(100));
 }
 
 TEST(EnginePool, ConcurrentHoldsAddUpAndOtherPoolsAreUntouched) {
