@@ -138,7 +138,7 @@ struct Buffer {
 };
 
 enum class Scope : uint8_t {
-  kEveryRank,        ///< every rank of the job
+  kEveryRank,  ///< every rank of the job
   /// One rank per stage, the ranks of one pipeline replica (the same tp, cp
   /// and dp on every stage: tp = cp = dp = 0 unless build_schedule is given
   /// another replica); groups still list all members.

@@ -233,11 +233,11 @@ std::string sweep_html(const ScenarioSpec& scenario, const SweepOutcome& o,
   if (o.baseline) {
     const SweepOutcome::Baseline& b = *o.baseline;
     h += "<p>Scenario's own plan (" + xml_escape(sweep_plan_label(b.candidate)) + "): ";
-    h += b.outcome.error.empty() ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) +
-                                       ", MFU " + xml_escape(format_percent(b.outcome.mfu)) + ", " +
-                                       xml_escape(baseline_rank_text(o)) +
-                                       (b.index ? "" : " (outside the swept space)")
-                                 : "failed: " + xml_escape(b.outcome.error);
+    h += b.outcome.error.empty()
+             ? "step " + xml_escape(format_seconds(b.outcome.step_time_s)) + ", MFU " +
+                   xml_escape(format_percent(b.outcome.mfu)) + ", " +
+                   xml_escape(baseline_rank_text(o)) + (b.index ? "" : " (outside the swept space)")
+             : "failed: " + xml_escape(b.outcome.error);
     h += ".</p>\n";
   }
   h += best_table_html(o);

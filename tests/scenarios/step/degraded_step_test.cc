@@ -175,9 +175,9 @@ TEST(DegradedStep, TheDegradedReplicaGivesTheStepEveryRankGives) {
   // times than the symmetric images assume (ZeRO-3 gathers beside an
   // interleaved pipeline's sends), the replica's step is a little shorter:
   // -0.24% measured here; a bound of 1% guards it.
-  const std::string interleaved = three_dimensional(
-      3, R"(, "pipeline": {"schedule": "interleaved_1f1b", "virtual_stages": 2})",
-      R"(, "degraded": {"gpu": {"rank": 3, "slowdown": 1.5}})");
+  const std::string interleaved =
+      three_dimensional(3, R"(, "pipeline": {"schedule": "interleaved_1f1b", "virtual_stages": 2})",
+                        R"(, "degraded": {"gpu": {"rank": 3, "slowdown": 1.5}})");
   const Report replica = simulate_json(interleaved);
   const Report all = simulate_json(interleaved, every);
   EXPECT_EQ(replica.simulated_ranks, 4);
@@ -189,8 +189,8 @@ TEST(DegradedStep, TheDegradedReplicaGivesTheStepEveryRankGives) {
 // data-parallel ranks (the slow GPU's all-to-alls hold back ranks of other
 // replicas), or --every-rank.
 TEST(DegradedStep, EveryRankWhereOneReplicaCannotStandForTheJob) {
-  const Report two_replicas = simulate_json(three_dimensional(
-      1, "", R"(, "degraded": {"gpu": {"rank": 5, "slowdown": 1.3},
+  const Report two_replicas =
+      simulate_json(three_dimensional(1, "", R"(, "degraded": {"gpu": {"rank": 5, "slowdown": 1.3},
                                "nic": {"rank": 6, "rate_fraction": 0.5}})"));
   EXPECT_EQ(two_replicas.simulation_mode, "every_rank");
   const Report experts = simulate_json(
@@ -202,9 +202,9 @@ TEST(DegradedStep, EveryRankWhereOneReplicaCannotStandForTheJob) {
           "degraded": {"gpu": {"rank": 2, "slowdown": 1.5}}})");
   EXPECT_EQ(experts.simulation_mode, "every_rank");
   EXPECT_EQ(experts.simulated_ranks, 8);
-  const Report asked = simulate_json(
-      data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 2, "slowdown": 1.5}})"),
-      {.mode = SimulationMode::kEveryRank, .profile_path = ""});
+  const Report asked =
+      simulate_json(data_parallel(4, 1, R"(, "degraded": {"gpu": {"rank": 2, "slowdown": 1.5}})"),
+                    {.mode = SimulationMode::kEveryRank, .profile_path = ""});
   EXPECT_EQ(asked.simulation_mode, "every_rank");
 }
 
