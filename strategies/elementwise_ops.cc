@@ -192,6 +192,20 @@ void activation_backward(const Job& job, const RankShape& r, Builder& b, const s
 
 namespace {
 
+/// Whether the fp8 casts take last step's amax history (TE delayed scaling),
+/// as the recipe or, where the recipe is the software's, its preset says.
+bool delayed_scaling(const Job& job) {
+  switch (job.training.recipe) {
+    case PrecisionRecipe::kDelayed:
+    case PrecisionRecipe::kFp8Full:
+      return true;
+    case PrecisionRecipe::kSoftware:
+      return job.software.fp8.recipe == Fp8Recipe::kTeDelayed;
+    default:
+      return false;
+  }
+}
+
 /// HBM bytes per element and kernels of one cast of a 16-bit GEMM operand
 /// into the low-precision format (with the second layout wgrad or dgrad
 /// needs), by recipe. Block scales add their bytes: one per 32 elements
@@ -253,7 +267,7 @@ CastKernels cast_kernels(const Job& job) {
     // _scaled_mm r1 w1 (frameworks-sharding-memory.md 3).
     return {19, 6};
   }
-  if (fp8.recipe == Fp8Recipe::kTeDelayed) return {4, 1};  // as kDelayed above
+  if (delayed_scaling(job)) return {4, 1};  // as kDelayed above
   // Dynamic scaling fused by a compiler: the amax must be known before the
   // cast, so one reduction pass (r2) and one cast kernel writing both
   // layouts (r2 w1 + 1).
@@ -287,18 +301,6 @@ void fp8_grad_cast(const Job& job, Builder& b, const std::string& name, double e
 namespace {
 
 constexpr double kAmaxBytes = 4;  // one fp32 amax
-
-bool delayed_scaling(const Job& job) {
-  switch (job.training.recipe) {
-    case PrecisionRecipe::kDelayed:
-    case PrecisionRecipe::kFp8Full:
-      return true;
-    case PrecisionRecipe::kSoftware:
-      return job.software.fp8.recipe == Fp8Recipe::kTeDelayed;
-    default:
-      return false;
-  }
-}
 
 }  // namespace
 
