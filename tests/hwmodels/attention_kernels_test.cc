@@ -133,5 +133,38 @@ TEST(AttentionKernels, OtherGenerationsScaleHopperBenchmarksByTheirGemmPlateau) 
   EXPECT_TRUE(ampere.measured_on_arch);
 }
 
+// llm-foundry's Triton kernel (flash_attn_triton.py on triton-pre-mlir) is
+// priced from the one chart that measured it, beside FlashAttention-2.
+TEST(AttentionKernels, TritonReproducesItsA100BarAndStaysBelowFlash2) {
+  const auto fwd_bwd_tflops = [](AttentionKernel kernel, GpuArch arch, int64_t keys) {
+    const double fwd =
+        attention_benchmark(kernel, arch, 128, keys, true, false).fraction_of_peak * 312.0;
+    const double bwd =
+        attention_benchmark(kernel, arch, 128, keys, true, true).fraction_of_peak * 312.0;
+    return 3.5 / (1 / fwd + 2.5 / bwd);  // the chart's forward + backward convention
+  };
+  // assets/flash2_a100_fwd_bwd_benchmark.png, causal, head dim 128: Triton 68 and 78
+  // TFLOP/s at 2k and 8k keys (FA2: 155, 182).
+  EXPECT_NEAR(fwd_bwd_tflops(AttentionKernel::kTriton, GpuArch::kAmpere, 2048), 68, 1.0);
+  EXPECT_NEAR(fwd_bwd_tflops(AttentionKernel::kTriton, GpuArch::kAmpere, 8192), 78, 1.0);
+  EXPECT_NEAR(fwd_bwd_tflops(AttentionKernel::kFlash2, GpuArch::kAmpere, 8192), 182, 1.0);
+  EXPECT_TRUE(
+      attention_benchmark(AttentionKernel::kTriton, GpuArch::kAmpere, 128, 8192, true, false)
+          .measured_on_arch);
+  // On Hopper it is the same Ampere-class code: under half of FA2 at long sequences, and
+  // never above it, forward or backward.
+  for (const int64_t keys : {512, 2048, 8192, 16384}) {
+    for (const bool backward : {false, true}) {
+      const AttentionBenchmark triton = attention_benchmark(
+          AttentionKernel::kTriton, GpuArch::kHopper, 128, keys, true, backward);
+      const AttentionBenchmark fa2 = attention_benchmark(AttentionKernel::kFlash2, GpuArch::kHopper,
+                                                         128, keys, true, backward);
+      EXPECT_LT(triton.fraction_of_peak, fa2.fraction_of_peak) << keys;
+      if (keys >= 8192) EXPECT_LT(triton.fraction_of_peak, 0.45 * fa2.fraction_of_peak) << keys;
+      EXPECT_FALSE(triton.measured_on_arch);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace podsim::hwmodels
