@@ -63,6 +63,88 @@ void mla_latent_backward(const RankShape& r, Builder& b, const std::string& name
   b.set_role(OpRole::kInputGrad);
 }
 
+/// Key and value elements per token as the attention call receives them,
+/// which is what context parallelism moves: torchtitan's repeat_kv copies
+/// grouped K/V to every query head before SDPA, and its context parallelism
+/// rotates SDPA's inputs.
+double cp_kv_width(const Job& job, const AttnDims& a) {
+  const bool expanded = job.software.elementwise.repeat_kv && a.kv_heads < a.heads;
+  return expanded ? 2.0 * d(a.heads) * d(a.head_dim) : a.kv_width;
+}
+
+/// Bytes per element of the dK/dV a ring passes back in the backward.
+double ring_dkv_bytes(const Job& job, const RankShape& r) {
+  return job.software.cp_merge == CpMerge::kEagerFp32 ? 4.0 : r.e;
+}
+
+constexpr double kFp32Bytes = 4.0;
+
+// The ring's merge of its steps' partial results (software.attention.cp_merge).
+// Over the ranks of a load-balanced ring, half the remote steps use every
+// query against half the keys (the whole output merged) and half use the
+// last half of the queries (half merged): 3/4 of the output per remote step.
+// Element counts: `out` the rank's attention output, `kv` the K and V it
+// sends per step.
+
+/// Forward: the merge after the steps, the K/V copies for the sends.
+void ring_merge_forward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b) {
+  const double e = r.e;
+  const double f = kFp32Bytes;
+  const double out = d(r.tokens) * a.o_width;
+  const double kv = d(r.tokens) * cp_kv_width(job, a);
+  const double remote = d(r.cp - 1);
+  double bytes = 0;
+  int32_t kernels = 0;
+  switch (job.software.cp_merge) {
+    case CpMerge::kFused16Bit:
+      // Zero the output, then one fused out += block x exp(lse_i - lse) per
+      // step (read block and out, write out); a step against half the keys
+      // first copies that half contiguous.
+      bytes = out * (e + 3 * e * (1 + 0.75 * remote)) + kv * remote * 0.5 * e;
+      kernels = static_cast<int32_t>(2 + 2 * (r.cp - 1));
+      break;
+    case CpMerge::kEagerFp32:
+      // Upcast each block (e + f); merge eagerly: out - block, x sigmoid,
+      // out - that (three fp32 passes, 8 f); a half-query step clones the
+      // whole running output and copies the half back (3 f); the result cast
+      // back (f + e); K and V concatenated for every send (2 e).
+      bytes = out * (2 * (e + f) + remote * (0.75 * (e + 9 * f) + 1.5 * f)) + kv * remote * 2 * e;
+      kernels = static_cast<int32_t>(2 + 11 * (r.cp - 1));
+      break;
+  }
+  b.memory("cp_merge", bytes, 0, kernels).attention_core = true;
+}
+
+/// Backward: dQ and dK/dV accumulated over the steps.
+void ring_merge_backward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b) {
+  const double e = r.e;
+  const double f = kFp32Bytes;
+  const double out = d(r.tokens) * a.q_width;
+  const double kv = d(r.tokens) * cp_kv_width(job, a);
+  const double remote = d(r.cp - 1);
+  double bytes = 0;
+  int32_t kernels = 0;
+  switch (job.software.cp_merge) {
+    case CpMerge::kFused16Bit:
+      // dq += dq_i and dkv += dkv_i in 16 bits (read both, write one), and
+      // the contiguous half-K/V copies of the forward again.
+      bytes = (out + kv) * 3 * e * (1 + 0.75 * remote) + kv * remote * 0.5 * e;
+      kernels = static_cast<int32_t>(3 * r.cp);
+      break;
+    case CpMerge::kEagerFp32:
+      // fp32 accumulators zeroed (f), each step's 16-bit gradient added
+      // (e + 2 f), a half step cloning the whole accumulator first (2 f,
+      // then half the add), dK/dV concatenated in fp32 for each send (2 f),
+      // K/V concatenated for each send (2 e), the results cast back (f + e).
+      bytes = out * (f + (e + 2 * f) + remote * (0.75 * (e + 2 * f) + f) + (f + e)) +
+              kv * (f + (e + 2 * f) + 2 * f + remote * (2 * e + f + 0.75 * (e + 2 * f) + 2 * f) +
+                    (f + e));
+      kernels = static_cast<int32_t>(8 + 6 * (r.cp - 1));
+      break;
+  }
+  b.memory("cp_merge_bwd", bytes, 0, kernels).attention_core = true;
+}
+
 }  // namespace
 
 AttnDims attention_dims(const Job& job, const RankShape& r, const LayerKind& kind) {
@@ -182,7 +264,7 @@ void attention_core_forward(const Job& job, const RankShape& r, const AttnDims& 
       // 2*cp chunks, rank i holds chunks i and 2cp-1-i: the local step is a
       // causal block of s/cp, every remote step a full block of half the
       // queries (s/2cp) against s/cp keys -- the same work on every rank.
-      const double step_bytes = d(r.b) * d(r.s_local) * a.kv_width * e;
+      const double step_bytes = d(r.b) * d(r.s_local) * cp_kv_width(job, a) * e;
       Op* x1 = b.collective("cp_kv_exchange", Dim::kCp, CollectiveKind::kSendRecv, step_bytes);
       if (x1 != nullptr) x1->attention_core = true;
       const int32_t local_index = b.size();
@@ -202,6 +284,7 @@ void attention_core_forward(const Job& job, const RankShape& r, const AttnDims& 
       }
       b.attention("attn_core_remote", a.heads, a.kv_heads, r.s_local / 2, r.s_local, false, false,
                   d_h);
+      ring_merge_forward(job, r, a, b);
       return;
     }
     case ContextAlgorithm::kUlysses: {
@@ -260,8 +343,10 @@ void attention_core_backward(const Job& job, const RankShape& r, const AttnDims&
   const double kv_bytes = d(r.tokens) * a.kv_width * e;
   switch (job.plan.context) {
     case ContextAlgorithm::kRing: {
-      // Each step passes K/V on and the partial dK/dV back: twice the bytes.
-      const double step_bytes = 2.0 * d(r.b) * d(r.s_local) * a.kv_width * e;
+      // Each step passes K/V on and the partial dK/dV back (in the
+      // accumulators' format).
+      const double step_bytes =
+          d(r.b) * d(r.s_local) * cp_kv_width(job, a) * (e + ring_dkv_bytes(job, r));
       Op* x1 = b.collective("cp_kv_dkv_exchange", Dim::kCp, CollectiveKind::kSendRecv, step_bytes);
       pair(x1, overlap_cp ? b.size() : -1);
       b.attention("attn_core_local_bwd", a.heads, a.kv_heads, r.s_local, r.s_local, true, true,
@@ -277,6 +362,7 @@ void attention_core_backward(const Job& job, const RankShape& r, const AttnDims&
       }
       b.attention("attn_core_remote_bwd", a.heads, a.kv_heads, r.s_local / 2, r.s_local, false,
                   true, d_h);
+      ring_merge_backward(job, r, a, b);
       return;
     }
     case ContextAlgorithm::kUlysses: {

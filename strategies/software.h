@@ -48,6 +48,20 @@ enum class LossImpl : uint8_t {
   kFused,              ///< one kernel each way on the 16-bit logits (xentropy, XLA)
 };
 
+/// How ring context parallelism merges each step's partial attention output
+/// (scaled by its log-sum-exp) and accumulates the gradients of the steps.
+enum class CpMerge : uint8_t {
+  /// One fused kernel per step updates the output in its own 16-bit dtype;
+  /// dQ and dK/dV accumulate in 16 bits (Transformer Engine's
+  /// AttnFuncWithCPAndKVP2P).
+  kFused16Bit,
+  /// Eager PyTorch ops in fp32: each block output is upcast and merged with
+  /// sigmoid/logsigmoid ops, a half-block update clones the whole running
+  /// output, gradients accumulate in fp32 and dK/dV travel the ring in fp32
+  /// (PyTorch's experimental context_parallel ring attention).
+  kEagerFp32,
+};
+
 /// What "selective" recompute keeps.
 enum class SelectiveRecompute : uint8_t {
   kAttentionCore,   ///< Megatron: recompute the attention core only
@@ -213,6 +227,7 @@ struct SoftwarePolicy {
   /// Unfused attention: the fused softmax kernel takes at most this many
   /// keys; beyond it the softmax runs as eager fp32 ops (0 = no limit).
   int64_t fused_softmax_max_keys = 4096;
+  CpMerge cp_merge = CpMerge::kFused16Bit;
   P2pMode p2p = P2pMode::kAsync;
   DataParallelPolicy data_parallel;
   Fp8Policy fp8;

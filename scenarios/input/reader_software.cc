@@ -66,6 +66,9 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   s.attention = pick(choice("/software/attention/kernel"), kernels, s.attention);
   s.fused_softmax_max_keys =
       count("/software/attention/fused_softmax_max_keys", s.fused_softmax_max_keys);
+  const std::pair<const char*, CpMerge> merges[] = {{"fused_16bit", CpMerge::kFused16Bit},
+                                                    {"eager_fp32", CpMerge::kEagerFp32}};
+  s.cp_merge = pick(choice("/software/attention/cp_merge"), merges, s.cp_merge);
 
   ElementwisePolicy& e = s.elementwise;
   const std::pair<const char*, ChainImpl> chains[] = {{"fused", ChainImpl::kFused},

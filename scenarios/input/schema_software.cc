@@ -55,6 +55,11 @@ constexpr KeyDecl kSoftwareKeys[] = {
   integer("/software/attention/fused_softmax_max_keys", kRequired, "", 0, 1 << 30,
           "unfused attention: longest key sequence the fused softmax kernel takes; beyond it "
           "eager fp32 softmax ops (0 = no limit)"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  {"/software/attention/cp_merge", KeyKind::kEnum, kDefault, "\"fused_16bit\"", Dimension::kNone,
+   0, 0, false, "fused_16bit|eager_fp32",
+   "ring context parallelism: each step's partial output merged by one fused 16-bit kernel, or "
+   "by eager fp32 ops with fp32 gradient accumulators and fp32 dK/dV on the ring"},
   sources("/software/attention/sources"),
 
   object("/software/elementwise", kRequired, "how norms, rotary embeddings, activations and residuals run"),

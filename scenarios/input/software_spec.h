@@ -31,6 +31,7 @@ struct SoftwareSpec {
 
   hwmodels::AttentionKernel attention = hwmodels::AttentionKernel::kTransformerEngine;
   int64_t fused_softmax_max_keys = 4096;
+  strategies::CpMerge cp_merge = strategies::CpMerge::kFused16Bit;
   strategies::ElementwisePolicy elementwise;
   strategies::LossImpl loss = strategies::LossImpl::kVocabParallelFp32;
   hwmodels::HostCost host;  ///< with host.graphs, the host group's cuda_graphs

@@ -13,6 +13,7 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.loss = s.loss;
   p.selective = s.selective;
   p.fused_softmax_max_keys = s.fused_softmax_max_keys;
+  p.cp_merge = s.cp_merge;
   p.p2p = s.p2p;
   p.data_parallel = s.data_parallel;
   p.fp8 = s.fp8;

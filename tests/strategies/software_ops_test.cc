@@ -313,5 +313,75 @@ TEST(Fp8Amax, CurrentScalingReducesEachSequenceParallelOperandsAmaxOverTp) {
   EXPECT_TRUE(tp_amaxes(job, Pass::kBackward).empty());
 }
 
+/// Llama 3 8B over a ring of `cp` ranks: 8192 tokens, 32 query and 8 K/V
+/// heads of 128.
+Job ring_job(int64_t cp, CpMerge merge, bool repeat_kv) {
+  Job job = preset_job("llama3-8b", 8192, 8);
+  job.plan.cp = cp;
+  job.plan.dp = 8 / cp;
+  job.plan.context = ContextAlgorithm::kRing;
+  job.software.cp_merge = merge;
+  job.software.elementwise.repeat_kv = repeat_kv;
+  return job;
+}
+
+/// The named op of one layer pass (fails the test when absent).
+Op find_op(const Job& job, Pass pass, const std::string& name) {
+  for (const Op& op : layer_ops(job, pass)) {
+    if (op.name == name) return op;
+  }
+  ADD_FAILURE() << name << " not in the layer";
+  return {};
+}
+
+TEST(CpMerge, TransformerEngineMergesInSixteenBitsOnePassPerStep) {
+  // cp 2: 4096 local tokens, output 4096 x 4096 elements (O), K+V half of
+  // that. Forward, per output element: zero 2 B, the local step's fused
+  // correction 6 B, the remote step's 6 B over 3/4 of the output on average
+  // (4.5 B), its contiguous half-K/V copy 1 B x K/V / O = 0.5: 13 B.
+  const double o = 4096.0 * 4096.0;
+  const Job te = ring_job(2, CpMerge::kFused16Bit, false);
+  const Op merge = find_op(te, Pass::kForward, "cp_merge");
+  EXPECT_DOUBLE_EQ(merge.memory.bytes / o, 13.0);
+  EXPECT_TRUE(merge.attention_core);  // recomputed with the core attention
+  // Backward: dQ and dK/dV accumulated in 16 bits, K/V and dK/dV passed on.
+  EXPECT_DOUBLE_EQ(find_op(te, Pass::kBackward, "cp_kv_dkv_exchange").collective.bytes,
+                   4096.0 * 2048.0 * (2 + 2));
+  // No ring, no merge.
+  const Job alone = ring_job(1, CpMerge::kFused16Bit, false);
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (const Op& op : layer_ops(alone, pass))
+      EXPECT_EQ(op.name.find("cp_merge"), std::string::npos);
+  }
+}
+
+TEST(CpMerge, PyTorchRingUpcastsMergesAndRotatesFp32Gradients) {
+  // Forward per output element: upcast of the local block (6 B) and the
+  // result cast back (6 B); the remote step upcasts and merges 3/4 of the
+  // output (0.75 x (6 + 32)) and a half-query step's clone and copy-back (6 B
+  // on average): 46.5 B; K and V concatenated for the send: 4 B x K/V / O.
+  const double o = 4096.0 * 4096.0;
+  const Job torch = ring_job(2, CpMerge::kEagerFp32, false);
+  EXPECT_DOUBLE_EQ(find_op(torch, Pass::kForward, "cp_merge").memory.bytes / o, 46.5 + 2.0);
+  // repeat_kv before SDPA: the ring carries all 32 heads' K and V, 4x.
+  const Job expanded = ring_job(2, CpMerge::kEagerFp32, true);
+  EXPECT_DOUBLE_EQ(find_op(expanded, Pass::kForward, "cp_merge").memory.bytes / o, 46.5 + 8.0);
+  EXPECT_DOUBLE_EQ(find_op(expanded, Pass::kForward, "cp_kv_exchange").collective.bytes,
+                   4096.0 * 8192.0 * 2);
+  // Backward: K/V in bf16 and dK/dV in fp32 on the ring.
+  EXPECT_DOUBLE_EQ(find_op(torch, Pass::kBackward, "cp_kv_dkv_exchange").collective.bytes,
+                   4096.0 * 2048.0 * (2 + 4));
+  // Eager fp32 moves more than TE's fused merge, and more per element as the
+  // ring grows (one more remote step each).
+  const Job te = ring_job(2, CpMerge::kFused16Bit, false);
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const std::string name = pass == Pass::kForward ? "cp_merge" : "cp_merge_bwd";
+    EXPECT_GT(find_op(torch, pass, name).memory.bytes, 2 * find_op(te, pass, name).memory.bytes);
+    const Job ring4 = ring_job(4, CpMerge::kEagerFp32, false);
+    EXPECT_GT(find_op(ring4, pass, name).memory.bytes / (o / 2),
+              find_op(torch, pass, name).memory.bytes / o);
+  }
+}
+
 }  // namespace
 }  // namespace podsim::strategies
