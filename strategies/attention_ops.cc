@@ -83,16 +83,20 @@ constexpr double kFp32Bytes = 4.0;
 // Over the ranks of a load-balanced ring, half the remote steps use every
 // query against half the keys (the whole output merged) and half use the
 // last half of the queries (half merged): 3/4 of the output per remote step.
-// Element counts: `out` the rank's attention output, `kv` the K and V it
-// sends per step.
+// Element counts: `out` the rank's attention output (or its gradient), `kv`
+// the K and V it sends per step; `e` and `f` the 16-bit and fp32 element
+// bytes; `remote` the steps on other ranks' K/V.
+struct RingMergeSizes {
+  double e, f, out, kv, remote;
+};
+RingMergeSizes ring_merge_sizes(const Job& job, const RankShape& r, const AttnDims& a,
+                                double out_width) {
+  return {r.e, kFp32Bytes, d(r.tokens) * out_width, d(r.tokens) * cp_kv_width(job, a), d(r.cp - 1)};
+}
 
 /// Forward: the merge after the steps, the K/V copies for the sends.
 void ring_merge_forward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b) {
-  const double e = r.e;
-  const double f = kFp32Bytes;
-  const double out = d(r.tokens) * a.o_width;
-  const double kv = d(r.tokens) * cp_kv_width(job, a);
-  const double remote = d(r.cp - 1);
+  const auto [e, f, out, kv, remote] = ring_merge_sizes(job, r, a, a.o_width);
   double bytes = 0;
   int32_t kernels = 0;
   switch (job.software.cp_merge) {
@@ -117,11 +121,7 @@ void ring_merge_forward(const Job& job, const RankShape& r, const AttnDims& a, B
 
 /// Backward: dQ and dK/dV accumulated over the steps.
 void ring_merge_backward(const Job& job, const RankShape& r, const AttnDims& a, Builder& b) {
-  const double e = r.e;
-  const double f = kFp32Bytes;
-  const double out = d(r.tokens) * a.q_width;
-  const double kv = d(r.tokens) * cp_kv_width(job, a);
-  const double remote = d(r.cp - 1);
+  const auto [e, f, out, kv, remote] = ring_merge_sizes(job, r, a, a.q_width);
   double bytes = 0;
   int32_t kernels = 0;
   switch (job.software.cp_merge) {
