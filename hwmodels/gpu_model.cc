@@ -174,7 +174,8 @@ KernelCost GpuModel::finish(double flops, double bytes, double peak_flops, doubl
   return cost;
 }
 
-KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format) const {
+KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format,
+                               GemmAccumulation accumulation) const {
   const double peak = gpu_.peak(format);
   if (!(peak > 0) || !(params_.plateau(format) > 0)) {
     throw std::invalid_argument("gemm_time: " + gpu_.name + " has no " +
@@ -194,12 +195,17 @@ KernelCost GpuModel::gemm_time(const GemmShape& shape, sim::NumberFormat format)
   const double out_bytes = element_bytes(format) < 2.0 ? 2.0 : element_bytes(format);
   const double bytes = ((m * k + k * n) * element_bytes(format) + m * n * out_bytes) * batch;
   const double bandwidth = gpu_.hbm_bw_bytes_per_s * params_.hbm_fraction;
-  return finish(flops, bytes, peak, eff.total() * power_factor_, bandwidth, params_.mem_latency_s);
+  const double promotion =
+      format == sim::NumberFormat::kFp8 && accumulation == GemmAccumulation::kPromoted
+          ? params_.fp8_promoted_accumulation_slowdown
+          : 1.0;
+  return finish(flops, bytes, peak, eff.total() * power_factor_ / promotion, bandwidth,
+                params_.mem_latency_s);
 }
 
 KernelCost GpuModel::gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch,
-                               sim::NumberFormat format) const {
-  return gemm_time(GemmShape{m, n, k, batch}, format);
+                               sim::NumberFormat format, GemmAccumulation accumulation) const {
+  return gemm_time(GemmShape{m, n, k, batch}, format, accumulation);
 }
 
 namespace {

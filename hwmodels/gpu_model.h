@@ -116,6 +116,12 @@ double tensor_power_factor(const GpuSpec& gpu);
 /// power, GB300 at 1400 W from GB200's at 1200 W). 1 when either is unknown.
 double tensor_power_ratio(double watts, double reference_watts);
 
+/// How an fp8 GEMM accumulates along K: in the tensor cores' own reduced
+/// precision (cuBLASLt FAST_ACCUM, the forward GEMMs of fp8 recipes), or
+/// promoting the partial sums to fp32 every few K steps (the gradient
+/// GEMMs). Other formats ignore it.
+enum class GemmAccumulation : uint8_t { kFast, kPromoted };
+
 /// GPU kernel costs. Holds its spec and parameters by value.
 class GpuModel {
  public:
@@ -133,11 +139,13 @@ class GpuModel {
 
   /// C[m,n] = A[m,k] B[k,n] x batch in `format` (A, B, C stored in it; an
   /// fp8 GEMM writes a 16-bit C). Bytes = A + B + C once, so skinny or
-  /// small-k GEMMs come out memory-bound.
+  /// small-k GEMMs come out memory-bound. A promoted fp8 GEMM's main loop
+  /// is KernelEfficiency::fp8_promoted_accumulation_slowdown times slower.
   /// Throws std::invalid_argument for a format the GPU does not support.
-  KernelCost gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch,
-                       sim::NumberFormat format) const;
-  KernelCost gemm_time(const GemmShape& shape, sim::NumberFormat format) const;
+  KernelCost gemm_time(int64_t m, int64_t n, int64_t k, int64_t batch, sim::NumberFormat format,
+                       GemmAccumulation accumulation = GemmAccumulation::kFast) const;
+  KernelCost gemm_time(const GemmShape& shape, sim::NumberFormat format,
+                       GemmAccumulation accumulation = GemmAccumulation::kFast) const;
 
   /// Attention scores+softmax+values for one pass. `flash`: one fused kernel
   /// (no score matrix in HBM; causal skips masked blocks; backward = 2.5x the

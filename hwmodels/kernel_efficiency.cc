@@ -85,6 +85,8 @@ struct GpuDefaults {
   /// board power (watts): the plateaus are taken to this GPU's own board
   /// power by the power model (tensor_power_ratio). 0 = its own anchors.
   double anchors_power_w = 0;
+  /// KernelEfficiency::fp8_promoted_accumulation_slowdown; 0 = 1.
+  double fp8_promoted_accumulation_slowdown = 0;
 };
 
 // The measured ratio of flash-attention to GEMM efficiency is ~0.8 forward on
@@ -96,6 +98,18 @@ struct GpuDefaults {
 // these ratios.
 constexpr double kAttnFwdOverGemm = 0.80;
 constexpr double kAttnBwdOverGemm = 0.62;
+
+// Hopper's fp8 tensor cores accumulate in reduced precision; cuBLASLt's
+// FAST_ACCUM flag keeps it, otherwise the kernel promotes the partial sums
+// to fp32 registers every few K steps, which costs main-loop time. The flag
+// acts on Ada and Hopper only (cuBLAS documentation of
+// CUBLASLT_MATMUL_DESC_FAST_ACCUM); Blackwell's tensor cores accumulate fp8
+// in fp32. The [S27] fp8 sweeps ran with it on (superbenchmark's
+// cublaslt_gemm sets FAST_ACCUM = 1 for fp8 inputs, cublaslt_utils.cc), and
+// turning it on speeds tensor-wise fp8 GEMMs on H100 up 1.1x to 1.2x
+// (pytorch/ao issue #2377, a cuBLAS _scaled_mm benchmark over training
+// shapes): the middle of that range.
+constexpr double kHopperPromotedAccumulation = 1.15;
 
 // torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 square sweeps on H100
 // [S32], bf16 also [S33]; the H200 has the same GH100 SMs, tensor cores and
@@ -278,20 +292,23 @@ const GpuDefaults kTable[] = {
     {"H200",
      "H200: same GH100 compute as H100 (bf16/fp16/tf32/fp32 sweeps of H100 [S32][S33], plateau "
      "from the power-limited 10240^3 points); fp8 cuBLASLt sweep 2048^3..32768^3 and "
-     "6144x12288x12288 after 10,000 warm-up calls [S27]; triad 4.15 of 4.8 TB/s [S27]",
-     kGh100Matmul, kH200Fp8, 0.65, 0.50, 4.15 / 4.8},
+     "6144x12288x12288 after 10,000 warm-up calls [S27], fast accumulation; promoted (gradient) "
+     "fp8 GEMMs 1.15x slower (pytorch/ao#2377); triad 4.15 of 4.8 TB/s [S27]",
+     kGh100Matmul, kH200Fp8, 0.65, 0.50, 4.15 / 4.8, 128, 256, 0, 0, kHopperPromotedAccumulation},
     {"H800",
      "H800 SXM: the H100 SXM die at the same 700 W (docs/hardware.md), so H100's anchors: "
      "torch.matmul bf16/fp16/tf32/fp32 sweeps [S32][S33], plateau from the power-limited 10240^3 "
-     "points; fp8 cuBLASLt sweep [S27]; FlashAttention-3 as H100; triad as H100 [S27]",
-     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35},
+     "points; fp8 cuBLASLt sweep [S27] and its promoted-accumulation factor as H100; "
+     "FlashAttention-3 as H100; triad as H100 [S27]",
+     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35, 128, 256, 0, 0, kHopperPromotedAccumulation},
     {"H100",
      "H100 SXM: torch.matmul (cuBLAS, CUDA 12.8) bf16/fp16/tf32/fp32 sweeps 2048^3..10240^3 "
      "[S32][S33], plateau from the power-limited 10240^3 points (sustained); fp8 cuBLASLt sweep "
-     "2048^3..32768^3 and 6144x12288x12288 after 10,000 warm-up calls [S27]; FlashAttention-3 "
+     "2048^3..32768^3 and 6144x12288x12288 after 10,000 warm-up calls [S27], fast "
+     "accumulation; promoted (gradient) fp8 GEMMs 1.15x slower (pytorch/ao#2377); FlashAttention-3 "
      "~65% fwd / ~50% bwd at head dim 128 (approximate, FA3 paper) x sustained/burst bf16; "
      "triad 2.97 of 3.35 TB/s [S27]",
-     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35},
+     kGh100Matmul, kH100Fp8, 0.65, 0.50, 2.97 / 3.35, 128, 256, 0, 0, kHopperPromotedAccumulation},
     {"A100",
      "A100 SXM: fp16 cuBLASLt sweep 2048^3..16384^3 and 6144x12288x12288 after 10,000 warm-up "
      "calls [S27] (sustained; bf16 runs on the same unit); "
@@ -444,6 +461,9 @@ std::vector<SpecProblem> validate(const KernelEfficiency& p, const GpuSpec& gpu)
   if (p.gemm_tile_m <= 0) out.push_back({"gemm_tile_m", "must be positive", ""});
   if (p.gemm_tile_n <= 0) out.push_back({"gemm_tile_n", "must be positive", ""});
   if (!(p.gemm_k_overhead >= 0)) out.push_back({"gemm_k_overhead", "must be >= 0", ""});
+  if (!(p.fp8_promoted_accumulation_slowdown >= 1)) {
+    out.push_back({"fp8_promoted_accumulation_slowdown", "must be >= 1", ""});
+  }
   fraction("attn_fwd_plateau", p.attn_fwd_plateau, false);
   fraction("attn_bwd_plateau", p.attn_bwd_plateau, false);
   if (!(p.attn_kv_half >= 0)) out.push_back({"attn_kv_half", "must be >= 0", ""});
@@ -468,6 +488,9 @@ KernelEfficiency default_kernel_efficiency(const GpuSpec& gpu) {
   if (d != nullptr) {
     p.gemm_tile_m = d->tile_m;
     p.gemm_tile_n = d->tile_n;
+    if (d->fp8_promoted_accumulation_slowdown > 0) {
+      p.fp8_promoted_accumulation_slowdown = d->fp8_promoted_accumulation_slowdown;
+    }
   }
   // K ramp: fitted by hand to the [S32] H100 bf16 sweep (1024..8192) together
   // with the 2 us launch overhead; residuals above. Calibration replaces it.

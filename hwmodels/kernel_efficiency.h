@@ -46,6 +46,12 @@ struct KernelEfficiency {
   /// K-depth equivalent of a tile's fixed cost (pipeline fill, epilogue):
   /// the K ramp is k / (k + gemm_k_overhead). Elements of K, >= 0.
   double gemm_k_overhead = 128;
+  /// An fp8 GEMM that promotes its partial sums to fp32 every few K steps
+  /// (cuBLASLt FAST_ACCUM off: how every per-tensor fp8 recipe runs its
+  /// gradient GEMMs) takes this many times the time of the same GEMM with
+  /// fast accumulation, which is what the fp8 plateau is fitted to. 1 where
+  /// the tensor cores accumulate in full fp32 whatever the flag. >= 1.
+  double fp8_promoted_accumulation_slowdown = 1.0;
 
   // --- attention (flash path; the non-flash path is GEMMs + memory-bound) --
   /// Fraction of the dense peak a flash-attention forward kernel reaches at

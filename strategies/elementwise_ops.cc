@@ -345,3 +345,22 @@ std::vector<Op> fp8_amax_reduction_ops(const Job& job, double gemms, bool forwar
 }
 
 }  // namespace podsim::strategies::ops
+
+namespace podsim::strategies {
+
+bool promotes_fp8_accumulation(const Job& job, const Op& op) {
+  if (op.kind != OpKind::kGemm || op.format != sim::NumberFormat::kFp8) return false;
+  if (op.role != OpRole::kInputGrad && op.role != OpRole::kWeightGrad) return false;
+  if (job.software.fp8.gradient_accumulation != Fp8Accumulation::kPromoted) return false;
+  switch (job.training.recipe) {
+    case PrecisionRecipe::kSoftware:
+    case PrecisionRecipe::kDelayed:
+    case PrecisionRecipe::kTensorwise:
+    case PrecisionRecipe::kFp8Full:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace podsim::strategies

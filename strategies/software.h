@@ -122,6 +122,12 @@ enum class WeightCast : uint8_t {
   kPerStep,  ///< cast once per optimizer step (TE is_first_microbatch caching)
   kPerCall,  ///< cast every forward call
 };
+/// How the fp8 gradient GEMMs (dgrad, wgrad) accumulate along K; the
+/// forward GEMMs of every recipe use fast accumulation.
+enum class Fp8Accumulation : uint8_t {
+  kPromoted,  ///< partial sums promoted to fp32 every few K steps (FAST_ACCUM off)
+  kFast,      ///< the tensor cores' reduced-precision accumulation throughout
+};
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::kTeDelayed;
   /// Cast (and transpose) of each operand: one fused kernel, or eager ops.
@@ -133,6 +139,7 @@ struct Fp8Policy {
   WeightCast weight_cast = WeightCast::kPerStep;
   /// One blocking amax all-reduce per forward and per backward.
   bool amax_all_reduce = true;
+  Fp8Accumulation gradient_accumulation = Fp8Accumulation::kPromoted;
 };
 
 /// Tensor-parallel communication overlap (with options.overlap.tp).

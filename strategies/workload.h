@@ -234,6 +234,13 @@ struct RankShape {
 };
 RankShape rank_shape(const Job& job);
 
+/// Whether fp8 GEMM `op` promotes its partial sums to fp32 as it
+/// accumulates: a gradient GEMM (dgrad, wgrad) of a per-tensor-scaled
+/// recipe whose software says so (Fp8Policy::gradient_accumulation).
+/// Block-scaled recipes apply their scales per K block in every pass, and
+/// their kernels' rates are not known apart from the per-tensor ones: no.
+bool promotes_fp8_accumulation(const Job& job, const Op& op);
+
 /// One transformer layer's ops for `pass` (per rank, one micro-batch), in
 /// execution order. kRecompute is empty for RecomputeMode::kNone; the
 /// attention core (with its CP communication) for kSelective; the whole

@@ -155,6 +155,10 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   f.attention = yes("/software/fp8/attention", f.attention);
   f.weight_cast = pick(choice("/software/fp8/weight_cast"), casts, f.weight_cast);
   f.amax_all_reduce = yes("/software/fp8/amax_all_reduce", f.amax_all_reduce);
+  const std::pair<const char*, Fp8Accumulation> accumulations[] = {
+      {"promoted", Fp8Accumulation::kPromoted}, {"fast", Fp8Accumulation::kFast}};
+  f.gradient_accumulation =
+      pick(choice("/software/fp8/gradient_accumulation"), accumulations, f.gradient_accumulation);
 
   const std::pair<const char*, TpOverlap> overlaps[] = {
       {"none", TpOverlap::kNone},

@@ -142,6 +142,12 @@ constexpr KeyDecl kSoftwareKeys[] = {
                    "fp8 weights cast once per optimizer step, or on every call"),
   mechanism_flag("/software/fp8/amax_all_reduce",
                  "delayed scaling: one blocking amax all-reduce over the stage (tp x dp x cp) per chunk's forward and backward"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  {"/software/fp8/gradient_accumulation", KeyKind::kEnum, kDefault, "\"promoted\"",
+   Dimension::kNone, 0, 0, false, "promoted|fast",
+   "the fp8 gradient GEMMs (dgrad, wgrad) of per-tensor recipes promote their partial sums to "
+   "fp32 every few K steps (cuBLASLt FAST_ACCUM off), or keep the tensor cores' fast "
+   "accumulation as the forward GEMMs do"},
   sources("/software/fp8/sources"),
 
   object("/software/tp_overlap", kRequired, "tensor-parallel communication overlap (with options.overlap.tp)"),

@@ -557,8 +557,11 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
     case OpKind::kGemm: {
       const strategies::GemmShape& g = op.gemm;
       const int64_t at_once = op.concurrent_gemms;
+      const hwmodels::GemmAccumulation accumulation = strategies::promotes_fp8_accumulation(job, op)
+                                                          ? hwmodels::GemmAccumulation::kPromoted
+                                                          : hwmodels::GemmAccumulation::kFast;
       if (at_once <= 0 || g.batch <= at_once) {
-        hwmodels::KernelCost cost = gpu.gemm_time(g.m, g.n, g.k, g.batch, op.format);
+        hwmodels::KernelCost cost = gpu.gemm_time(g.m, g.n, g.k, g.batch, op.format, accumulation);
         cost.kernels = op.kernels;
         return cost;
       }
@@ -567,7 +570,8 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       // (its tiles fill the waves together), rounds follow one another.
       hwmodels::KernelCost cost;
       for (int64_t done = 0; done < g.batch; done += at_once) {
-        cost += gpu.gemm_time(g.m, g.n, g.k, std::min(at_once, g.batch - done), op.format);
+        cost += gpu.gemm_time(g.m, g.n, g.k, std::min(at_once, g.batch - done), op.format,
+                              accumulation);
       }
       cost.kernels = op.kernels;
       return cost;

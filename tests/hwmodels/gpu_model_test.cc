@@ -178,6 +178,42 @@ TEST(GemmTime, A100Fp16AndH100Fp8SweepsMatchCublasLt) {
   }
 }
 
+TEST(GemmTime, PromotedFp8AccumulationSlowsHopperGradientGemmsOnly) {
+  // The fp8 anchors ran with fast accumulation; a GEMM that promotes its
+  // partial sums to fp32 runs its main loop 1.15x slower on Hopper.
+  const GpuModel h(h100());
+  EXPECT_DOUBLE_EQ(h.params().fp8_promoted_accumulation_slowdown, 1.15);
+  const KernelCost fast = h.gemm_time(8192, 8192, 8192, 1, NumberFormat::kFp8);
+  const KernelCost promoted =
+      h.gemm_time(8192, 8192, 8192, 1, NumberFormat::kFp8, GemmAccumulation::kPromoted);
+  ASSERT_EQ(fast.bound, KernelBound::kCompute);
+  EXPECT_NEAR(promoted.compute_s / fast.compute_s, 1.15, 1e-12);
+  EXPECT_DOUBLE_EQ(promoted.flops, fast.flops);
+  EXPECT_DOUBLE_EQ(promoted.bytes, fast.bytes);
+  // A memory-bound fp8 GEMM waits on HBM either way.
+  EXPECT_DOUBLE_EQ(
+      h.gemm_time(802816, 192, 768, 1, NumberFormat::kFp8, GemmAccumulation::kPromoted).time_s,
+      h.gemm_time(802816, 192, 768, 1, NumberFormat::kFp8).time_s);
+  // Other formats have no such mode.
+  EXPECT_DOUBLE_EQ(
+      h.gemm_time(8192, 8192, 8192, 1, NumberFormat::kBf16, GemmAccumulation::kPromoted).time_s,
+      h.gemm_time(8192, 8192, 8192, 1, NumberFormat::kBf16).time_s);
+  // Off Hopper the flag changes nothing (a GPU without the factor).
+  GpuSpec other = h100();
+  other.name = "Some-Future-GPU";
+  const GpuModel g(other);
+  EXPECT_DOUBLE_EQ(g.params().fp8_promoted_accumulation_slowdown, 1.0);
+  EXPECT_DOUBLE_EQ(
+      g.gemm_time(8192, 8192, 8192, 1, NumberFormat::kFp8, GemmAccumulation::kPromoted).time_s,
+      g.gemm_time(8192, 8192, 8192, 1, NumberFormat::kFp8).time_s);
+  // A profile cannot make promotion faster than fast accumulation.
+  KernelEfficiency p = h.params();
+  p.fp8_promoted_accumulation_slowdown = 0.9;
+  const std::vector<SpecProblem> problems = validate(p, h100());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].path, "fp8_promoted_accumulation_slowdown");
+}
+
 TEST(GemmTime, SkinnyGemmIsMemoryBound) {
   const GpuModel m(h100());
   // 802816 x 192 x 768 in fp8 (a measured shape in [S27]: 663.8 TFLOP/s):

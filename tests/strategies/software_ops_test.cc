@@ -185,6 +185,40 @@ Recomputed recomputed(const Job& job) {
   return out;
 }
 
+TEST(Fp8Accumulation, GradientGemmsOfPerTensorRecipesPromoteTheirSums) {
+  Job job = llama8b({});
+  job.training.precision = sim::NumberFormat::kFp8;
+  // Counts the fp8 GEMMs of a pass and those of them that promote.
+  auto promoting = [](const Job& j, Pass pass) {
+    std::pair<int, int> fp8_and_promoting{0, 0};
+    for (const Op& op : layer_ops(j, pass)) {
+      if (op.kind != OpKind::kGemm || op.format != sim::NumberFormat::kFp8) continue;
+      ++fp8_and_promoting.first;
+      if (promotes_fp8_accumulation(j, op)) ++fp8_and_promoting.second;
+    }
+    return fp8_and_promoting;
+  };
+  // TE delayed scaling: fprop fast, dgrad and wgrad of all four linears promoted.
+  EXPECT_EQ(promoting(job, Pass::kForward), std::make_pair(4, 0));
+  EXPECT_EQ(promoting(job, Pass::kBackward), std::make_pair(8, 8));
+  job.plan.recompute.mode = RecomputeMode::kFull;
+  EXPECT_EQ(promoting(job, Pass::kRecompute), std::make_pair(4, 0));
+  // torchao's tensor-wise scaling does the same (slow accumulation for grads).
+  job.software.fp8.recipe = Fp8Recipe::kTorchaoDynamic;
+  EXPECT_EQ(promoting(job, Pass::kBackward), std::make_pair(8, 8));
+  // A framework that keeps fast accumulation everywhere.
+  job.software.fp8.gradient_accumulation = Fp8Accumulation::kFast;
+  EXPECT_EQ(promoting(job, Pass::kBackward), std::make_pair(8, 0));
+  // Block-scaled recipes are priced at their own (per-tensor) rate.
+  job.software.fp8.gradient_accumulation = Fp8Accumulation::kPromoted;
+  job.training.recipe = PrecisionRecipe::kBlockwise;
+  EXPECT_EQ(promoting(job, Pass::kBackward), std::make_pair(8, 0));
+  // bf16 GEMMs never promote.
+  job.training.recipe = PrecisionRecipe::kSoftware;
+  job.training.precision = sim::NumberFormat::kBf16;
+  EXPECT_EQ(promoting(job, Pass::kBackward), std::make_pair(0, 0));
+}
+
 TEST(SelectiveRecompute, MegatronRecomputesTheAttentionCore) {
   Job job = testing::preset_job("llama3-8b", 8192, 8, 1);
   job.plan.recompute.mode = RecomputeMode::kSelective;

@@ -148,6 +148,29 @@ TEST(Software, BadInputNamesThePathAndAFix) {
       << problems_text(r.problems());
 }
 
+TEST(Software, KeysAddedAfterV11AreOptionalInAFullObject) {
+  // A complete v1.1 object (no base) written before cp_merge and
+  // fp8.gradient_accumulation existed still reads, with their defaults.
+  json full = *builtin_presets().find("software", "megatron-core");
+  full["attention"].erase("cp_merge");
+  full["attention"]["sources"].erase("cp_merge");
+  full["fp8"].erase("gradient_accumulation");
+  full["fp8"]["sources"].erase("gradient_accumulation");
+  json scenario = base_scenario();
+  scenario["software"] = full;
+  const ScenarioSpec spec = read_ok(scenario);
+  EXPECT_EQ(spec.software.cp_merge, strategies::CpMerge::kFused16Bit);
+  EXPECT_EQ(spec.software.fp8.gradient_accumulation, strategies::Fp8Accumulation::kPromoted);
+
+  scenario["software"] = {{"base", "torchtitan"}, {"fp8", {{"gradient_accumulation", "fast"}}}};
+  EXPECT_EQ(read_ok(scenario).software.fp8.gradient_accumulation,
+            strategies::Fp8Accumulation::kFast);
+  scenario["software"]["fp8"]["gradient_accumulation"] = "split";
+  const Result<ScenarioSpec> r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/software/fp8/gradient_accumulation", "not one of"))
+      << problems_text(r.problems());
+}
+
 TEST(Software, DescribeListsEveryPresetWithItsSources) {
   const std::string text = describe_text();
   for (const std::string& name : builtin_presets().names("software")) {
