@@ -23,6 +23,8 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks, int64_t replica_
   edp_ = expert_dp_size(job);
   needs_sync_ = grad_group_ > 1 || (job.model.moe.has_value() && edp_ > 1);
   per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
+  overlap_grad_reduce_ =
+      job.options.overlap_dp && job.software.data_parallel.grad_reduce == GradReduce::kOverlapped;
   const RankShape r = rank_shape(job);
   transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
   intern_lists();
@@ -205,7 +207,7 @@ void Builder::build_rank(size_t ri) {
       if (zero_ == 3) return nullptr;  // units, reversed
       if (!needs_sync_) return nullptr;
       if (per_mb_sync_) return &c.buckets;
-      if (last_grad && job_.options.overlap_dp) return &c.buckets;
+      if (last_grad && overlap_grad_reduce_) return &c.buckets;
       return nullptr;
     };
     auto reversed_units = [&]() { return std::vector<Piece>(c.units.rbegin(), c.units.rend()); };
@@ -364,7 +366,7 @@ void Builder::build_rank(size_t ri) {
   }
 
   // Reductions not overlapped with the backward pass run after it.
-  if (needs_sync_ && !per_mb_sync_ && !job_.options.overlap_dp) {
+  if (needs_sync_ && !per_mb_sync_ && !overlap_grad_reduce_) {
     for (auto it = st.chunks.rbegin(); it != st.chunks.rend(); ++it) {
       for (const Piece& p : it->buckets) {
         grad_sync(p, nullptr, static_cast<int32_t>(it->info.virtual_index),

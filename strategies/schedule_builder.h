@@ -240,7 +240,7 @@ class Builder {
   /// every micro-batch (ZeRO-2 per micro-batch, ZeRO-3), or the last one when
   /// the reduction overlaps the backward pass; otherwise after the backward.
   bool sync_now(bool last_grad_slot) const {
-    return per_mb_sync_ || (last_grad_slot && job_.options.overlap_dp);
+    return per_mb_sync_ || (last_grad_slot && overlap_grad_reduce_);
   }
 
   /// Gradient reduction of a piece after `after`. `final`: the last
@@ -296,6 +296,10 @@ class Builder {
   Schedule s_;
   int64_t p_ = 1, v_ = 1, m_ = 1;
   bool dualpipe_ = false, recompute_ = false, needs_sync_ = false, per_mb_sync_ = false;
+  /// Gradients are reduced while the last backward runs: the scenario allows
+  /// it (options.overlap.dp) and the framework does it (data_parallel
+  /// .grad_reduce overlapped); otherwise one blocking reduction after it.
+  bool overlap_grad_reduce_ = false;
   int zero_ = 0;
   int64_t shard_ = 1, grad_group_ = 1, edp_ = 1;
   /// The tensor lists of one layer kind (kind_lists()).

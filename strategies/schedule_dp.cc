@@ -45,7 +45,7 @@ void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, int32_t
          GroupKind::kExpertDp, bytes, grads[1], true);
   }
   if (chunk >= 0 && last != kNoTask) last_grad_sync_[static_cast<size_t>(chunk)] = last;
-  if (!job_.options.overlap_dp && last != kNoTask) blocking_.push_back(last);
+  if (!overlap_grad_reduce_ && last != kNoTask) blocking_.push_back(last);
 }
 
 std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t model_chunk,

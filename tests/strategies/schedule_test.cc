@@ -491,6 +491,41 @@ TEST(ScheduleCounts, DataParallelBucketsOverlapTheLastBackward) {
   EXPECT_DOUBLE_EQ(synced, stage_parameters(job, 0).total() * 4);  // fp32 gradients
 }
 
+TEST(ScheduleCounts, AFrameworkThatReducesAfterTheBackwardDoesSoWhateverTheScenarioAllows) {
+  // The job of DataParallelBucketsOverlapTheLastBackward under Megatron-LM
+  // 2021's DDP (data_parallel.grad_reduce after_backward): the last
+  // micro-batch's backward stays whole and the four bucket all-reduces
+  // follow it, as with options.overlap.dp false.
+  Job job = preset_job("llama3-8b", 2048, 8);
+  job.model.layers = 8;
+  job.plan.dp = 4;
+  job.options.dp_bucket_params = 500'000'000;
+  job.software.data_parallel.grad_reduce = GradReduce::kAfterBackward;
+  auto counts = [](const Schedule& s) {
+    int backward = 0, sync = 0;
+    TaskId last_backward = 0;
+    std::vector<TaskId> syncs;
+    const auto tasks = s.rank_tasks(0);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].kind == TaskKind::kBackward) {
+        ++backward;
+        last_backward = static_cast<TaskId>(i);
+      }
+      if (tasks[i].purpose == CommPurpose::kGradSync) {
+        ++sync;
+        syncs.push_back(static_cast<TaskId>(i));
+      }
+    }
+    // Every reduction comes after the last backward.
+    for (TaskId t : syncs) EXPECT_GT(t, last_backward);
+    return std::make_pair(backward, sync);
+  };
+  EXPECT_EQ(counts(build(job, Scope::kRepresentatives)), std::make_pair(2, 4));
+  job.options.overlap_dp = false;
+  job.software.data_parallel.grad_reduce = GradReduce::kOverlapped;
+  EXPECT_EQ(counts(build(job, Scope::kRepresentatives)), std::make_pair(2, 4));
+}
+
 TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
   Job job = preset_job("llama3-8b", 2048, 16);
   job.model.layers = 4;
