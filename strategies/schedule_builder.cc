@@ -288,11 +288,29 @@ void Builder::build_rank(size_t ri) {
                                         : bucket_pieces ? *bucket_pieces
                                                         : std::vector<Piece>{c.whole};
       TaskId b = kNoTask;
+      // FSDP's pre-backward hook of a unit issues the next unit's gather
+      // before the unit's gradients are reduced: on a collective stream
+      // shared with the reductions the prefetch must come first, so it is
+      // made one piece early (the same dependency, an earlier place).
+      const bool prefetch_early = zero_ == 3 && backward_prefetch && job_.options.overlap_dp &&
+                                  dp.shared_collective_stream && !dp.regather_for_recompute;
+      std::vector<size_t> next_gathered;
+      std::vector<TaskId> next_gathers;
       for (size_t i = 0; i < pieces.size(); ++i) {
         const Piece& p = pieces[i];
         std::vector<size_t> gathered;
         std::vector<TaskId> gathers;
-        if (zero_ == 3) gathers = zero3_gather(p, slot, c, backward_prefetch, &gathered);
+        if (zero_ == 3 && prefetch_early && i > 0) {
+          gathers = std::move(next_gathers);
+          gathered = std::move(next_gathered);
+          next_gathers.clear();
+          next_gathered.clear();
+        } else if (zero_ == 3) {
+          gathers = zero3_gather(p, slot, c, backward_prefetch, &gathered);
+        }
+        if (prefetch_early && i + 1 < pieces.size()) {
+          next_gathers = zero3_gather(pieces[i + 1], slot, c, backward_prefetch, &next_gathered, 1);
+        }
         TaskId first = kNoTask;
         size_t recomputed = kNoBuffer;
         std::vector<TaskId> regathered;

@@ -256,12 +256,14 @@ class Builder {
   std::vector<TaskId> param_gather(const Piece& p, int32_t chunk, int32_t model_chunk, int32_t mb,
                                    std::vector<size_t>* gathered);
 
-  /// ZeRO-3 gather before compute piece number consumers_.size(): prefetched
-  /// one ahead (waits for the consumer two back) when overlap_dp and the
-  /// framework prefetches in this pass (`prefetch`), else issued when the
-  /// previous consumer is done (exposed).
+  /// ZeRO-3 gather before compute piece number consumers_.size() +
+  /// `consumers_ahead`: prefetched one ahead (waits for the consumer two
+  /// back) when overlap_dp and the framework prefetches in this pass
+  /// (`prefetch`), else issued when the previous consumer is done (exposed).
+  /// A gather made one piece early (`consumers_ahead` 1) must prefetch.
   std::vector<TaskId> zero3_gather(const Piece& p, const Slot& slot, const ChunkPlan& c,
-                                   bool prefetch, std::vector<size_t>* gathered);
+                                   bool prefetch, std::vector<size_t>* gathered,
+                                   size_t consumers_ahead = 0);
 
   // -- one rank --
   void build_rank(size_t ri);

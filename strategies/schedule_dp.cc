@@ -52,11 +52,14 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
                                           int32_t mb, std::vector<size_t>* gathered) {
   std::vector<TaskId> out;
   const double e = weight_element_bytes(job_);
+  // One NCCL stream per device and process group: where the framework
+  // gathers and reduces over the same group, the two run in issue order.
+  const Stream stream =
+      job_.software.data_parallel.shared_collective_stream ? Stream::kDpReduce : Stream::kDpGather;
   auto emit = [&](GroupKind gk, double params, int64_t size, bool expert) {
     if (params <= 0 || size <= 1) return;
-    const TaskId t =
-        add(comm(Stream::kDpGather, CommPurpose::kParamGather, CollectiveKind::kAllGather, Dim::kDp,
-                 group(rank_, gk), params * e, p, chunk, model_chunk, mb));
+    const TaskId t = add(comm(stream, CommPurpose::kParamGather, CollectiveKind::kAllGather,
+                              Dim::kDp, group(rank_, gk), params * e, p, chunk, model_chunk, mb));
     out.push_back(t);
     if (zero_ != 3) return;
     // The gathered weights: the other ranks' shards around this one's, or a
@@ -90,10 +93,11 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
 }
 
 std::vector<TaskId> Builder::zero3_gather(const Piece& p, const Slot& slot, const ChunkPlan& c,
-                                          bool prefetch, std::vector<size_t>* gathered) {
+                                          bool prefetch, std::vector<size_t>* gathered,
+                                          size_t consumers_ahead) {
   std::vector<TaskId> gathers = param_gather(
       p, slot.chunk, static_cast<int32_t>(c.info.model_chunk), slot.micro_batch, gathered);
-  const size_t back = job_.options.overlap_dp && prefetch ? 2 : 1;
+  const size_t back = (job_.options.overlap_dp && prefetch ? 2 : 1) - consumers_ahead;
   if (consumers_.size() >= back) {
     for (TaskId g : gathers) dep(g, consumers_[consumers_.size() - back]);
   }

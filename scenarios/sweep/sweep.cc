@@ -223,12 +223,16 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   Countdown countdown;
   std::mutex progress_mutex;
   uint64_t done = 0;
-  auto report_progress = [&](uint64_t finished) {
+  // Simulations of the round under way: out.plans_simulated counts them
+  // only once the round is accounted for.
+  uint64_t simulated_this_round = 0;
+  auto report_progress = [&](uint64_t finished, uint64_t simulations = 0) {
     if (!options.progress || finished == 0) return;
     std::lock_guard<std::mutex> lock(progress_mutex);
     done += finished;
-    options.progress(
-        {done, out.plans_total, out.plans_simulated, countdown.left(seconds_since_start())});
+    simulated_this_round += simulations;
+    options.progress({done, out.plans_total, out.plans_simulated + simulated_this_round,
+                      countdown.left(seconds_since_start())});
   };
   // Seconds this process's workers spent refining and simulating, and how
   // many they did: what the progress estimate prices the rest at.
@@ -447,7 +451,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       outcomes[i] = simulate_candidate(candidate_scenario(scenario, out.targets[c.target], c));
       spent.simulate_s += item_seconds();
       ++spent.simulated;
-      report_progress(1);
+      report_progress(1, 1);
     });
     if (size > 1) {
       Writer w;
@@ -482,6 +486,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       simulated[i] = 1;
       account(i);
     }
+    simulated_this_round = 0;
     refined_total += to_refine.size();
     if (options.progress) {
       const double estimate = seconds_left(queue, refined_total);

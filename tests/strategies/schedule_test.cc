@@ -585,6 +585,54 @@ TEST(ScheduleCounts, ZeroThreeGathersAsTheFrameworkSchedulesThem) {
   EXPECT_DOUBLE_EQ(step(deepspeed), 4 * (1 + 1) + 4 * (1 + 1 + 1 + 2));
 }
 
+TEST(ScheduleCounts, GathersAndReductionsOfOneGroupShareItsCollectiveStream) {
+  // FSDP2 over 8 ranks, 4 units, no recompute; forward 1, backward 2, each
+  // gather and each reduce-scatter 1. One NCCL stream per process group
+  // runs both in issue order, and the pre-backward hook of a unit issues
+  // the next unit's gather before the unit's reduce-scatter: B3 5-7 (its
+  // gather under the last forward), G2 5-6, R3 7-8, G1 8-9, B2 7-9, R2
+  // 9-10, G0 10-11, B1 9-11, R1 11-12, B0 11-13, R0 13-14.
+  Job job = preset_job("llama3-8b", 2048, 8);
+  job.model.layers = 4;
+  job.plan.dp = 8;
+  job.plan.zero = 3;
+  auto step = [](const Schedule& s) {
+    const auto costs = layer_costs(1, 2, 0);
+    return evaluate(s,
+                    [&](const Task& t) {
+                      const bool dp = t.purpose == CommPurpose::kParamGather ||
+                                      t.purpose == CommPurpose::kGradSync;
+                      return dp ? 1.0 : costs(t);
+                    })
+        .makespan;
+  };
+  auto gather_streams = [](const Schedule& s) {
+    std::set<Stream> streams;
+    for (const Task& t : s.rank_tasks(0)) {
+      if (t.purpose == CommPurpose::kParamGather) streams.insert(t.stream);
+    }
+    return streams;
+  };
+  DataParallelPolicy& dp = job.software.data_parallel;
+  ASSERT_TRUE(dp.shared_collective_stream);
+  const Schedule shared = build(job, Scope::kRepresentatives);
+  EXPECT_EQ(gather_streams(shared), std::set<Stream>{Stream::kDpReduce});
+  EXPECT_DOUBLE_EQ(step(shared), 1 + 4 * 1 + 4 * 2 + 1);
+  // Apart, the gathers run on their own stream: the same step here, where
+  // nothing waits behind a reduce-scatter.
+  dp.shared_collective_stream = false;
+  const Schedule apart = build(job, Scope::kRepresentatives);
+  EXPECT_EQ(gather_streams(apart), std::set<Stream>{Stream::kDpGather});
+  EXPECT_DOUBLE_EQ(step(apart), step(shared));
+  // FSDP1's BACKWARD_POST gathers a unit once the unit before it is done,
+  // and on the shared stream behind that unit's reduce-scatter: G3 5-6, B3
+  // 6-8, R3 8-9, G2 9-10, B2 10-12, R2 12-13, G1 13-14, B1 14-16, R1 16-17,
+  // G0 17-18, B0 18-20, R0 20-21.
+  dp.shared_collective_stream = true;
+  dp.backward_prefetch = BackwardPrefetch::kPost;
+  EXPECT_DOUBLE_EQ(step(build(job, Scope::kRepresentatives)), 21);
+}
+
 TEST(ScheduleCounts, ParamsGatherAndReduceBytesMatchParameters) {
   // ZeRO-1: reduce-scatter every gradient once and all-gather every
   // parameter once per step, HSDP adds a replica all-reduce of the shard.
