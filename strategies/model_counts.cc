@@ -272,6 +272,16 @@ StageParams stage_parameters(const Job& job, int64_t stage) {
   return p;
 }
 
+double stage_parameter_tensors(const Job& job, int64_t stage) {
+  double tensors = 0;
+  for (const ChunkInfo& c : stage_chunks(job, stage)) {
+    const WorkRange range{layer_runs(job, c, c.layer_begin, c.layer_end), c.has_embedding,
+                          c.has_head, c.mtp};
+    tensors += static_cast<double>(range_parameter_tensors(job, range).size());
+  }
+  return tensors;
+}
+
 // ---- FLOP conventions ----------------------------------------------------------
 
 namespace {

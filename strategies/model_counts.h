@@ -44,6 +44,8 @@ struct StageParams {
   double total() const { return dense + expert; }
 };
 StageParams stage_parameters(const Job& job, int64_t stage);
+/// Parameter tensors held by one rank of `stage` (every chunk's).
+double stage_parameter_tensors(const Job& job, int64_t stage);
 /// Parameters of one layer of `kind` on one rank (dense part and expert part).
 StageParams layer_parameters(const Job& job, const LayerKind& kind);
 /// ... of the typical layer kind.

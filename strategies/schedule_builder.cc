@@ -126,15 +126,16 @@ int32_t Builder::pair_work(const Piece& forward, const Piece& backward) {
   return index;
 }
 
-int32_t Builder::optimizer_work(double params) {
-  auto it = optimizer_index_.find(params);
+int32_t Builder::optimizer_work(double params, double tensors) {
+  auto it = optimizer_index_.find({params, tensors});
   if (it != optimizer_index_.end()) return it->second;
   const auto index = static_cast<int32_t>(s_.works.size());
   Work w;
   w.name = "optimizer";
-  w.segments.push_back({"optimizer", 1, optimizer_ops(job_, params)});
+  w.segments.push_back({"optimizer", 1, optimizer_ops(job_, params, tensors)});
+  w.host.dtensor_dispatches = optimizer_dtensor_dispatches(job_, tensors);
   s_.works.push_back(std::move(w));
-  optimizer_index_.emplace(params, index);
+  optimizer_index_.emplace(std::make_pair(params, tensors), index);
   return index;
 }
 
@@ -402,8 +403,9 @@ void Builder::build_rank(size_t ri) {
     dep(add(t), last_compute_);
   }
   const TaskId reduce_tail = last_on_stream_[static_cast<size_t>(Stream::kDpReduce)];
-  Task o = compute(TaskKind::kOptimizer, Slot{}, st.chunks.front(), Piece{},
-                   optimizer_work(optimizer_parameters(job_, stage_)));
+  Task o = compute(
+      TaskKind::kOptimizer, Slot{}, st.chunks.front(), Piece{},
+      optimizer_work(optimizer_parameters(job_, stage_), stage_parameter_tensors(job_, stage_)));
   o.chunk = o.model_chunk = o.micro_batch = -1;
   blocking_.clear();
   const TaskId opt = add(o);

@@ -82,7 +82,7 @@ class Builder {
   /// and backward of `backward` as one work whose EP communication hides
   /// under its compute.
   int32_t pair_work(const Piece& forward, const Piece& backward);
-  int32_t optimizer_work(double params);
+  int32_t optimizer_work(double params, double tensors);
   int32_t group(int64_t rank, GroupKind kind) {
     int32_t& cached = group_cache_[static_cast<size_t>(kind)];
     if (rank == rank_ && cached >= 0) return cached;
@@ -328,7 +328,7 @@ class Builder {
   std::vector<std::pair<TaskId, TaskId>> edges_;  // (after, before)
   std::map<std::pair<int, WorkRange>, int32_t> work_index_;
   std::map<std::pair<WorkRange, WorkRange>, int32_t> pair_index_;
-  std::map<double, int32_t> optimizer_index_;
+  std::map<std::pair<double, double>, int32_t> optimizer_index_;  ///< (params, tensors)
   std::map<std::vector<int64_t>, int32_t> group_index_;
   std::map<std::vector<double>, uint32_t> tensor_list_index_;
   std::map<std::pair<int, WorkRange>, uint32_t> piece_lists_;

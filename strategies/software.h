@@ -153,7 +153,7 @@ enum class OptimizerImpl : uint8_t {
   kFused,    ///< one multi-tensor kernel (apex / TE / DeepSpeed FusedAdam): 28 B per parameter
   kForeach,  ///< torch.optim foreach: 8 foreach ops, 80 B per parameter
   kForLoop,  ///< a Python loop over tensors (Composer DecoupledAdamW): 9 kernels per tensor, 88 B
-  kXla,      ///< a compiled element-wise update (optax under XLA): 32 B per parameter
+  kXla,      ///< a compiled element-wise update (optax under XLA), one per leaf: 28 B per parameter
 };
 struct OptimizerPolicy {
   OptimizerImpl implementation = OptimizerImpl::kFused;

@@ -1,6 +1,7 @@
 #include "strategies/workload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -545,21 +546,84 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
   return split_backward(b.take(), pass);
 }
 
-std::vector<Op> optimizer_ops(const Job& job, double params) {
+namespace {
+
+/// One update of the optimizer as the framework implements it: HBM bytes
+/// per parameter besides the gradient reads, how many times it reads each
+/// gradient, and its foreach ops (one multi-tensor launch sequence each) or
+/// per-tensor kernels. AdamW with fp32 parameters and moments.
+struct UpdateKernels {
+  double bytes = 0;         ///< per parameter, gradient reads excluded
+  double grad_reads = 1;    ///< gradient reads per parameter
+  int32_t foreach_ops = 0;  ///< multi-tensor ops over every tensor
+  int32_t per_tensor = 0;   ///< kernels per parameter tensor
+};
+UpdateKernels update_kernels(OptimizerImpl implementation) {
+  switch (implementation) {
+    case OptimizerImpl::kFused:
+      // apex / TE / DeepSpeed FusedAdam: read p, m, v and write them, once.
+      return {24, 1, 1, 0};
+    case OptimizerImpl::kForeach:
+      // torch.optim.AdamW(foreach=True), _multi_tensor_adamw: mul_ (decay,
+      // r/w p 8), lerp_ (m: 12 with g), mul_ (v: 8), addcmul_ (v: 12 with
+      // g), sqrt (8), div_ (8), add_ eps (8), addcdiv_ (p, m, denom: 16).
+      return {72, 2, 8, 0};
+    case OptimizerImpl::kForLoop:
+      // Composer DecoupledAdamW: a Python loop of 9 ops per tensor, 88 B
+      // per parameter with fp32 gradients read twice (decoupled_weight_decay.py).
+      return {80, 2, 0, 9};
+    case OptimizerImpl::kXla:
+      // optax.adamw under XLA: one fused update per parameter leaf.
+      return {24, 1, 0, 1};
+  }
+  return {24, 1, 1, 0};
+}
+
+// PyTorch's and apex's multi_tensor_apply: 65,536-element chunks, at most
+// 320 blocks per launch (MultiTensorApply.cuh), so a foreach op over n
+// elements launches about n / (320 x 65,536) kernels.
+constexpr double kMultiTensorLaunchElements = 320.0 * 65536.0;
+
+}  // namespace
+
+std::vector<Op> optimizer_ops(const Job& job, double params, double tensors) {
   const RankShape r = rank_shape(job);
+  const OptimizerPolicy& o = job.software.optimizer;
   Builder b(r, OpRole::kOptimizer);
   const double g = grad_element_bytes(job);
-  const bool mixed = job.training.precision != sim::NumberFormat::kFp32;
-  const double copy = mixed ? weight_element_bytes(job) : 0.0;  // new bf16 weights
-  b.memory("grad_norm", params * g, 2 * params);
+  auto launches = [&](int32_t foreach_ops, int32_t per_tensor) {
+    const double foreach = std::max(1.0, std::ceil(params / kMultiTensorLaunchElements));
+    return static_cast<int32_t>(std::max(1.0, static_cast<double>(foreach_ops) * foreach +
+                                                  static_cast<double>(per_tensor) * tensors));
+  };
+  // Gradient clipping's global norm: a foreach norm over every gradient.
+  b.memory("grad_norm", params * g, 2 * params, launches(1, 0));
+  const UpdateKernels u = update_kernels(o.implementation);
+  // The framework's copies around the update (Megatron: fp32 shard into the
+  // 16-bit parameters) run as one more kernel.
+  const int32_t copies = o.extra_bytes_per_param > 0 ? 1 : 0;
+  Op* step = nullptr;
   if (job.training.optimizer == Optimizer::kAdam) {
-    // read grad, fp32 weights, m, v; write fp32 weights, m, v (+ bf16 copy)
-    b.memory("adam_step", params * (g + 4 * 3 + 4 * 3 + copy), kAdamFlops * params);
+    step = &b.memory("adam_step", params * (u.bytes + u.grad_reads * g + o.extra_bytes_per_param),
+                     kAdamFlops * params, launches(u.foreach_ops, u.per_tensor) + copies);
   } else {
     // momentum SGD: read grad, weights, momentum; write weights, momentum
-    b.memory("sgd_step", params * (g + 4 * 2 + 4 * 2 + copy), kSgdFlops * params);
+    step = &b.memory("sgd_step", params * (g + 4 * 2 + 4 * 2 + o.extra_bytes_per_param),
+                     kSgdFlops * params, 1 + copies);
   }
+  // clip_grad_norm_'s total_norm.item(): the update is issued once the GPU
+  // has computed the norm.
+  step->host_sync = o.clip_host_sync;
   return b.take();
+}
+
+double optimizer_dtensor_dispatches(const Job& job, double tensors) {
+  const OptimizerPolicy& o = job.software.optimizer;
+  if (!o.dtensor_params) return 0;
+  // Every op of the norm and the update goes through DTensor's dispatch
+  // tensor by tensor.
+  const UpdateKernels u = update_kernels(o.implementation);
+  return tensors * static_cast<double>(1 + u.foreach_ops + u.per_tensor);
 }
 
 std::vector<Op> mtp_ops(const Job& job, Pass pass) {

@@ -274,8 +274,15 @@ std::vector<Op> embedding_ops(const Job& job, Pass pass);
 /// Final norm, output layer (logits over the vocabulary) and softmax
 /// cross-entropy loss, last model chunk. kRecompute: empty.
 std::vector<Op> head_ops(const Job& job, Pass pass);
-/// The optimizer step over `params` parameters (those this rank updates).
-std::vector<Op> optimizer_ops(const Job& job, double params);
+/// The optimizer step over `params` parameters in `tensors` tensors (those
+/// this rank updates), as the framework runs it (SoftwarePolicy::optimizer):
+/// the global norm of gradient clipping, then the update with the
+/// framework's copies around it, issued after the norm reaches the host
+/// where clipping reads it there.
+std::vector<Op> optimizer_ops(const Job& job, double params, double tensors);
+/// Host dispatches through DTensor of that step, tensor by tensor
+/// (OptimizerPolicy::dtensor_params; HostWork::dtensor_dispatches).
+double optimizer_dtensor_dispatches(const Job& job, double tensors);
 
 /// What a work covers: a chunk's embedding, runs of layers, MTP modules and
 /// head.

@@ -232,7 +232,10 @@ Result<ExecPlan> build_execute_plan(const Job& job, int64_t layers, const Execut
                         "a podsim bug"});
   }
   plan.optimizer_params = optimizer_params(job, layers);
-  for (const Op& op : strategies::optimizer_ops(job, plan.optimizer_params)) {
+  const double layer_tensors =
+      d(strategies::layer_parameter_tensors(job, strategies::typical_layer_kind(job)).size());
+  for (const Op& op :
+       strategies::optimizer_ops(job, plan.optimizer_params, d(layers) * layer_tensors)) {
     if (auto e = convert(op, ExecPhase::kOptimizer, job, plan.layer, hw, problems)) {
       plan.optimizer_ops.push_back(std::move(*e));
     }

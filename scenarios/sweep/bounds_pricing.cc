@@ -8,6 +8,7 @@
 
 #include "scenarios/step/step_simulation.h"
 #include "strategies/memory.h"
+#include "strategies/model_counts.h"
 
 namespace podsim::scenarios {
 
@@ -196,9 +197,11 @@ std::shared_ptr<const std::vector<std::vector<Slot>>> PlanBounds::Impl::orders(c
 
 strategies::Work PlanBounds::Impl::optimizer_work(const Job& job, int64_t stage) const {
   strategies::Work w;
+  const double tensors = strategies::stage_parameter_tensors(job, stage);
   w.segments.push_back(
       {"optimizer", 1,
-       strategies::optimizer_ops(job, strategies::optimizer_parameters(job, stage))});
+       strategies::optimizer_ops(job, strategies::optimizer_parameters(job, stage), tensors)});
+  w.host.dtensor_dispatches = strategies::optimizer_dtensor_dispatches(job, tensors);
   return w;
 }
 

@@ -219,6 +219,49 @@ TEST(Fp8Accumulation, GradientGemmsOfPerTensorRecipesPromoteTheirSums) {
   EXPECT_EQ(promoting(job, Pass::kBackward), std::make_pair(0, 0));
 }
 
+TEST(OptimizerOps, EachFrameworkUpdatesAsItsOptimizerIsWritten) {
+  Job job = llama8b({});
+  const double params = 1e9, tensors = 291;  // one rank's shard of Llama 3 8B's 291 tensors
+  auto step = [&](const Job& j) {
+    const std::vector<Op> ops = optimizer_ops(j, params, tensors);
+    EXPECT_EQ(ops.size(), 2u);
+    EXPECT_EQ(ops[0].name, "grad_norm");  // every gradient read once
+    EXPECT_DOUBLE_EQ(ops[0].memory.bytes, params * grad_element_bytes(j));
+    return ops[1];
+  };
+  // Megatron-Core: fused Adam (28 B), the 16-bit copy of the shard (6 B) as
+  // a second kernel, and clipping's .item() before the update is issued.
+  job.software.optimizer = {OptimizerImpl::kFused, 6, true, false};
+  Op op = step(job);
+  EXPECT_DOUBLE_EQ(op.memory.bytes, params * (28 + 6));
+  EXPECT_EQ(op.kernels, 48 + 1);  // ceil(1e9 / (320 x 65,536)) multi-tensor launches + the copy
+  EXPECT_TRUE(op.host_sync);
+  EXPECT_DOUBLE_EQ(optimizer_dtensor_dispatches(job, tensors), 0);
+  // torchtitan: torch.optim.AdamW(foreach=True), 8 foreach ops, 80 B; no
+  // host sync; every op of the norm and the update dispatched through
+  // DTensor tensor by tensor.
+  job.software.optimizer = {OptimizerImpl::kForeach, 0, false, true};
+  op = step(job);
+  EXPECT_DOUBLE_EQ(op.memory.bytes, params * 80);
+  EXPECT_EQ(op.kernels, 8 * 48);
+  EXPECT_FALSE(op.host_sync);
+  EXPECT_DOUBLE_EQ(optimizer_dtensor_dispatches(job, tensors), tensors * 9);
+  // Composer's DecoupledAdamW: 9 kernels per tensor, 88 B.
+  job.software.optimizer = {OptimizerImpl::kForLoop, 0, false, false};
+  op = step(job);
+  EXPECT_DOUBLE_EQ(op.memory.bytes, params * 88);
+  EXPECT_EQ(op.kernels, 9 * 291);
+  // optax under XLA: one fused update per leaf, 28 B.
+  job.software.optimizer = {OptimizerImpl::kXla, 0, false, false};
+  op = step(job);
+  EXPECT_DOUBLE_EQ(op.memory.bytes, params * 28);
+  EXPECT_EQ(op.kernels, 291);
+  // 16-bit gradients (options.grad_format) are read at 2 B wherever they are read.
+  job.options.grad_format = sim::NumberFormat::kBf16;
+  job.software.optimizer = {OptimizerImpl::kForeach, 0, false, false};
+  EXPECT_DOUBLE_EQ(step(job).memory.bytes, params * (72 + 2 * 2));
+}
+
 TEST(SelectiveRecompute, MegatronRecomputesTheAttentionCore) {
   Job job = testing::preset_job("llama3-8b", 8192, 8, 1);
   job.plan.recompute.mode = RecomputeMode::kSelective;

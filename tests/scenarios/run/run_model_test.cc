@@ -189,7 +189,9 @@ ScenarioSpec small_data_parallel(const std::string& extra) {
                                "vocab": 32000},
                      "cluster": {"base": "dgx-h100-superpod", "nodes": 1},
                      "training": {"seq_len": 2048, "global_batch": 8},
-                     "parallelism": {"dp": 4}, "options": {"overlap": {"dp": false}})" +
+                     "parallelism": {"dp": 4}, "options": {"overlap": {"dp": false}},
+                     "software": {"base": "megatron-core",
+                                  "optimizer": {"clip_host_sync": false}})" +
                  extra + "}");
 }
 

@@ -26,7 +26,8 @@ Report simulate_json(const std::string& json, const SimulateOptions& options = {
 }
 
 /// Pure data parallelism on `dp` GPUs, the gradient all-reduce after the
-/// backward pass (no overlap), plus `extra` keys.
+/// backward pass (no overlap), gradient clipping without a host sync (the
+/// host's round trip does not slow down with the GPU), plus `extra` keys.
 std::string data_parallel(int dp, int nodes, const std::string& extra) {
   return R"({"model": {"layers": 4, "hidden": 2048, "ffn_hidden": 8192, "heads": 16,
                        "vocab": 32000},
@@ -35,7 +36,9 @@ std::string data_parallel(int dp, int nodes, const std::string& extra) {
              "training": {"seq_len": 2048, "global_batch": )" +
          std::to_string(2 * dp) + R"(},
              "parallelism": {"dp": )" +
-         std::to_string(dp) + R"(}, "options": {"overlap": {"dp": false}})" + extra + "}";
+         std::to_string(dp) + R"(}, "options": {"overlap": {"dp": false}},
+             "software": {"base": "megatron-core", "optimizer": {"clip_host_sync": false}})" +
+         extra + "}";
 }
 
 // Every rank computes its micro-batches, then the all-reduce starts once all
