@@ -34,6 +34,11 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   build_options(spec);
   build_run(spec);
   build_software(spec.software);
+  // Unset, gradients accumulate and travel in the format the framework
+  // reduces them in.
+  if (!text("/options/grad_format")) {
+    spec.options.grad_format = spec.software.data_parallel.reduce_format;
+  }
   problems_before_job_checks_ = problems_.size();
   check_job(spec);
   build_degraded(spec);
@@ -551,9 +556,9 @@ void SpecBuilder::build_options(ScenarioSpec& s) {
   s.options.flash_attention = flag("/options/flash_attention").value_or(true);
   s.options.dp_bucket_params = integer("/options/dp_bucket_params").value_or(0);
   s.options.fsdp_unit_layers = integer("/options/fsdp_unit_layers").value_or(1);
-  s.options.grad_format = text("/options/grad_format").value_or("fp32") == "bf16"
-                              ? sim::NumberFormat::kBf16
-                              : sim::NumberFormat::kFp32;
+  if (const std::optional<std::string> grads = text("/options/grad_format")) {
+    s.options.grad_format = *grads == "bf16" ? sim::NumberFormat::kBf16 : sim::NumberFormat::kFp32;
+  }
   s.options.zero2_reduce_every_micro_batch = flag("/options/zero2_reduce_every_micro_batch");
   strategies::MoeRuntime& moe = s.options.moe;
   moe.dispatcher = text("/options/moe/dispatcher").value_or("alltoall") == "fused"

@@ -294,8 +294,9 @@ constexpr KeyDecl kScenarioKeys[] = {
           "parameters per gradient bucket; 0 = Megatron's max(40M, 1M x dp) (extension)"),
   integer("/options/fsdp_unit_layers", kDefault, "1", 1, 1e5,
           "transformer layers per ZeRO-3/FSDP unit, one all-gather each (extension)"),
-  choice("/options/grad_format", "\"fp32\"", "fp32|bf16",
-         "format of accumulated gradients and their reduction (extension)"),
+  {"/options/grad_format", KeyKind::kEnum, kComputed, "the software's data_parallel.reduce_dtype",
+   Dimension::kNone, 0, 0, false, "fp32|bf16",
+   "format of accumulated gradients and their reduction (extension)"},
   optional_boolean("/options/zero2_reduce_every_micro_batch",
           "ZeRO-2: reduce-scatter gradients after every micro-batch (true) or once per step "
           "(false); unset: every micro-batch without pipeline parallelism (DeepSpeed, FSDP), "

@@ -171,6 +171,15 @@ TEST(Software, KeysAddedAfterV11AreOptionalInAFullObject) {
       << problems_text(r.problems());
 }
 
+TEST(Software, GradientsTravelInTheFormatTheFrameworkReducesThemIn) {
+  json scenario = base_scenario();
+  EXPECT_EQ(read_ok(scenario).options.grad_format, sim::NumberFormat::kFp32);  // megatron-core
+  scenario["software"] = "deepspeed-zero3";  // 2021 ZeRO-3 reduce-scatters fp16 gradients
+  EXPECT_EQ(read_ok(scenario).options.grad_format, sim::NumberFormat::kBf16);
+  scenario["options"]["grad_format"] = "fp32";  // the scenario's word wins
+  EXPECT_EQ(read_ok(scenario).options.grad_format, sim::NumberFormat::kFp32);
+}
+
 TEST(Software, DescribeListsEveryPresetWithItsSources) {
   const std::string text = describe_text();
   for (const std::string& name : builtin_presets().names("software")) {
