@@ -697,6 +697,32 @@ void add_zero3_parameter_host_work(const Job& job, Pass pass, const WorkRange& r
   host.rank_list_entries += static_cast<double>((gathered + scattered) * group);
 }
 
+/// The copies FSDP2 runs on the compute stream around its collectives
+/// (DataParallelPolicy::copies_on_compute_stream): each gathered unit's flat
+/// all-gather output split into its parameters (foreach_all_gather_copy_out:
+/// read and write the unit's 16-bit weights) before its forward and its
+/// backward, and the unit's gradients cat into the reduce-scatter input in
+/// the reduce format (foreach_reduce_scatter_copy_in: read the autograd
+/// gradients, write the cast copy) after its backward.
+std::vector<Op> fsdp_copy_ops(const Job& job, Pass pass, const WorkRange& range) {
+  const bool gathers =
+      pass == Pass::kForward || pass == Pass::kBackward || pass == Pass::kBackwardInput;
+  const bool reduces = pass == Pass::kBackward || pass == Pass::kBackwardWeight;
+  if (job.plan.zero != 3 || !job.software.data_parallel.copies_on_compute_stream ||
+      shard_group_size(job) <= 1 || (!gathers && !reduces)) {
+    return {};
+  }
+  const double params = range_parameters(job, range).total();
+  const double e = weight_element_bytes(job);
+  Builder b(rank_shape(job), pass == Pass::kForward ? OpRole::kForward : OpRole::kInputGrad);
+  if (gathers) b.memory("fsdp_copy_out", params * 2 * e, 0);
+  if (reduces) {
+    b.set_role(OpRole::kWeightGrad);
+    b.memory("fsdp_copy_in", params * (e + grad_element_bytes(job)), 0);
+  }
+  return b.take();
+}
+
 /// The fp8 GEMMs of a range's layers, one per expert of a grouped GEMM: the
 /// GEMMs whose amaxes the chunk's fp8 autocast region holds.
 double fp8_layer_gemms(const Job& job, const WorkRange& range) {
@@ -761,6 +787,9 @@ Work make_work(const Job& job, Pass pass, const WorkRange& range) {
   if (job.software.elementwise.compiled && job.software.compiled_block_calls) {
     for (const LayerRun& run : range.runs) w.host.compiled_region_calls += run.count;
   }
+  // FSDP2's copy-out comes before the unit's compute and its copy-in after;
+  // on one stream only their sum matters.
+  add("fsdp copies", 1, fsdp_copy_ops(job, pass, range));
   add_zero3_parameter_host_work(job, pass, range, w.host);
   return w;
 }

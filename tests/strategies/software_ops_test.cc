@@ -6,6 +6,7 @@
 #include <string>
 
 #include "strategies/layout.h"
+#include "strategies/model_counts.h"
 #include "strategies/schedule.h"
 #include "strategies/workload.h"
 #include "tests/strategies/test_util.h"
@@ -260,6 +261,40 @@ TEST(OptimizerOps, EachFrameworkUpdatesAsItsOptimizerIsWritten) {
   job.options.grad_format = sim::NumberFormat::kBf16;
   job.software.optimizer = {OptimizerImpl::kForeach, 0, false, false};
   EXPECT_DOUBLE_EQ(step(job).memory.bytes, params * (72 + 2 * 2));
+}
+
+TEST(FsdpCopies, Fsdp2CopiesOutEachGatherAndCopiesInEachReductionOnTheComputeStream) {
+  Job job = llama8b({});
+  job.plan.dp = 8;
+  job.plan.zero = 3;
+  job.plan.recompute.mode = RecomputeMode::kFull;
+  job.software.data_parallel.copies_on_compute_stream = true;
+  const double params = layer_parameters(job).total();
+  // Bytes of the named op in one layer's work of `pass` (0 when absent).
+  auto bytes = [&](const Job& j, Pass pass, const std::string& name) {
+    double total = 0;
+    for (const Segment& seg : make_work(j, pass, 1, false, false).segments) {
+      for (const Op& op : seg.ops) {
+        if (op.name == name) total += static_cast<double>(seg.repeat * op.count) * op.memory.bytes;
+      }
+    }
+    return total;
+  };
+  // Split the flat bf16 all-gather output into the parameters: read 2 B, write 2 B.
+  EXPECT_DOUBLE_EQ(bytes(job, Pass::kForward, "fsdp_copy_out"), params * 4);
+  EXPECT_DOUBLE_EQ(bytes(job, Pass::kBackward, "fsdp_copy_out"), params * 4);
+  // The recompute uses the backward's gather.
+  EXPECT_DOUBLE_EQ(bytes(job, Pass::kRecompute, "fsdp_copy_out"), 0);
+  // bf16 gradients cast into the fp32 reduce-scatter input: read 2 B, write 4 B.
+  EXPECT_DOUBLE_EQ(bytes(job, Pass::kBackward, "fsdp_copy_in"), params * 6);
+  EXPECT_DOUBLE_EQ(bytes(job, Pass::kForward, "fsdp_copy_in"), 0);
+  // Frameworks whose collectives write in place, and plans without ZeRO-3.
+  Job in_place = job;
+  in_place.software.data_parallel.copies_on_compute_stream = false;
+  EXPECT_DOUBLE_EQ(bytes(in_place, Pass::kBackward, "fsdp_copy_in"), 0);
+  Job zero1 = job;
+  zero1.plan.zero = 1;
+  EXPECT_DOUBLE_EQ(bytes(zero1, Pass::kForward, "fsdp_copy_out"), 0);
 }
 
 TEST(SelectiveRecompute, MegatronRecomputesTheAttentionCore) {
