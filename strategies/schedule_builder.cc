@@ -25,6 +25,8 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks, int64_t replica_
   per_mb_sync_ = zero_ == 3 || (zero_ == 2 && zero2_reduces_every_micro_batch(job));
   overlap_grad_reduce_ =
       job.options.overlap_dp && job.software.data_parallel.grad_reduce == GradReduce::kOverlapped;
+  sync_after_chunk_ = p_ > 1 && overlap_grad_reduce_ && !per_mb_sync_ &&
+                      job.software.pipeline_grad_sync == PipelineGradSync::kAfterLastBackward;
   const RankShape r = rank_shape(job);
   transfer_bytes_ = d(r.norm_tokens) * d(r.hidden) * r.e;
   intern_lists();
@@ -208,7 +210,7 @@ void Builder::build_rank(size_t ri) {
       if (zero_ == 3) return nullptr;  // units, reversed
       if (!needs_sync_) return nullptr;
       if (per_mb_sync_) return &c.buckets;
-      if (last_grad && overlap_grad_reduce_) return &c.buckets;
+      if (last_grad && overlap_grad_reduce_ && !sync_after_chunk_) return &c.buckets;
       return nullptr;
     };
     auto reversed_units = [&]() { return std::vector<Piece>(c.units.rbegin(), c.units.rend()); };
@@ -274,6 +276,8 @@ void Builder::build_rank(size_t ri) {
       if (sync_now(last_b)) {
         grad_sync(bc.whole, &backward, slot.backward_chunk,
                   static_cast<int32_t>(bc.info.model_chunk), last_b, id, grads);
+      } else if (last_b && sync_after_chunk_) {
+        sync_chunk_after(bc, backward, id);
       }
       on_chunk_forward_end(id, fc, key);
       on_chunk_backward_end(id, bkey);
@@ -364,7 +368,12 @@ void Builder::build_rank(size_t ri) {
       }
       tb.b_last[key] = b;
       on_chunk_backward_end(b, key);
-      send_backward(c, slot.chunk, slot.micro_batch, tb);
+      // The gradients sent back leave on the compute stream, which waits for
+      // the chunk's reductions issued after its last backward.
+      const TaskId sent_after = grad_slot && last_grad && sync_after_chunk_
+                                    ? sync_chunk_after(c, slot, b)
+                                    : tb.b_last[key];
+      send_backward(c, slot.chunk, slot.micro_batch, tb, sent_after);
       continue;
     }
 
@@ -373,15 +382,16 @@ void Builder::build_rank(size_t ri) {
     const std::vector<Piece> pieces = zero_ == 3      ? reversed_units()
                                       : bucket_pieces ? *bucket_pieces
                                                       : std::vector<Piece>{c.whole};
+    TaskId w = kNoTask;
     for (const Piece& p : pieces) {
-      const TaskId w =
-          add(compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p)));
+      w = add(compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p)));
       release_kept(w, c, p, key, Kept::kWeightInputsAndOutputGrads);
       on_weight_grads(w, c, p);
       const std::array<size_t, 2> grads = hold_micro_batch_grads(w, p);
       dep(w, tb.b_last[key]);
       if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w, grads);
     }
+    if (last_grad && sync_after_chunk_) sync_chunk_after(c, slot, w);
   }
 
   // Reductions not overlapped with the backward pass run after it.
@@ -440,12 +450,23 @@ void Builder::send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batc
                     tb.f_last[key], c, chunk, micro_batch);
 }
 
-void Builder::send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb) {
+void Builder::send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb,
+                            TaskId after) {
   if (c.info.model_chunk <= 0) return;
   const auto key = static_cast<size_t>(micro_batch * v_ + chunk);
   tb.send_prev[key] =
       send_to_stage(Stream::kPpSendPrev, CommPurpose::kGradient, previous_stage(stage_, chunk),
-                    tb.b_last[key], c, chunk, micro_batch);
+                    after != kNoTask ? after : tb.b_last[key], c, chunk, micro_batch);
+}
+
+TaskId Builder::sync_chunk_after(const ChunkPlan& c, const Slot& slot, TaskId after) {
+  const auto chunk = static_cast<int32_t>(c.info.virtual_index);
+  for (const Piece& p : c.buckets) {
+    grad_sync(p, &slot, chunk, static_cast<int32_t>(c.info.model_chunk), true, after);
+  }
+  const TaskId last = last_grad_sync_[static_cast<size_t>(chunk)];
+  if (last != kNoTask) blocking_.push_back(last);
+  return last != kNoTask ? last : after;
 }
 
 TaskId Builder::send_to_stage(Stream stream, CommPurpose purpose, int64_t stage, TaskId after,

@@ -240,8 +240,12 @@ class Builder {
   /// every micro-batch (ZeRO-2 per micro-batch, ZeRO-3), or the last one when
   /// the reduction overlaps the backward pass; otherwise after the backward.
   bool sync_now(bool last_grad_slot) const {
-    return per_mb_sync_ || (last_grad_slot && overlap_grad_reduce_);
+    return per_mb_sync_ || (last_grad_slot && overlap_grad_reduce_ && !sync_after_chunk_);
   }
+  /// The reductions of chunk `c`'s gradients, bucket by bucket, after its
+  /// last backward `after` (sync_after_chunk_); the compute stream waits for
+  /// them. Returns the last one.
+  TaskId sync_chunk_after(const ChunkPlan& c, const Slot& slot, TaskId after);
 
   /// Gradient reduction of a piece after `after`. `final`: the last
   /// reduction of these gradients this step (HSDP replica all-reduce then).
@@ -277,7 +281,10 @@ class Builder {
   int64_t previous_stage(int64_t stage, int32_t chunk) const;
   /// The pipeline transfers after a forward / backward of (micro_batch, chunk).
   void send_forward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
-  void send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb);
+  /// The chunk's input gradient to the previous stage, after `after` (the
+  /// chunk's backward when kNoTask).
+  void send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_batch, Tables& tb,
+                     TaskId after = kNoTask);
   /// A pipeline send to `stage` of chunk `chunk`, micro-batch `micro_batch`,
   /// after `after` (blocking unless overlap_pp); returns the send task.
   TaskId send_to_stage(Stream stream, CommPurpose purpose, int64_t stage, TaskId after,
@@ -302,6 +309,9 @@ class Builder {
   /// it (options.overlap.dp) and the framework does it (data_parallel
   /// .grad_reduce overlapped); otherwise one blocking reduction after it.
   bool overlap_grad_reduce_ = false;
+  /// Under PP, a chunk's reductions start after its last backward and the
+  /// compute stream waits for them (PipelineGradSync::kAfterLastBackward).
+  bool sync_after_chunk_ = false;
   int zero_ = 0;
   int64_t shard_ = 1, grad_group_ = 1, edp_ = 1;
   /// The tensor lists of one layer kind (kind_lists()).

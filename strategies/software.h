@@ -106,6 +106,16 @@ struct DataParallelPolicy {
 };
 
 /// Pipeline send/recv.
+/// Under pipeline parallelism, when a chunk's gradient reduction (once per
+/// step) runs.
+enum class PipelineGradSync : uint8_t {
+  /// Bucket by bucket as the chunk's last backward produces them (Megatron DDP).
+  kInLastBackward,
+  /// All of it once the chunk's last backward is done, the compute stream
+  /// waiting for it (torch.distributed.pipelining with FSDP).
+  kAfterLastBackward,
+};
+
 enum class P2pMode : uint8_t {
   kAsync,         ///< waited on the stream that needs the data
   kBlockingSync,  ///< wait + device synchronize: compute waits for every transfer (Megatron 2021)
@@ -236,6 +246,7 @@ struct SoftwarePolicy {
   int64_t fused_softmax_max_keys = 4096;
   CpMerge cp_merge = CpMerge::kFused16Bit;
   P2pMode p2p = P2pMode::kAsync;
+  PipelineGradSync pipeline_grad_sync = PipelineGradSync::kInLastBackward;
   DataParallelPolicy data_parallel;
   Fp8Policy fp8;
   TpOverlap tp_overlap = TpOverlap::kTeUserbuffers;

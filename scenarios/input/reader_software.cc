@@ -109,6 +109,11 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   const std::pair<const char*, P2pMode> p2p[] = {{"async", P2pMode::kAsync},
                                                  {"blocking_sync", P2pMode::kBlockingSync}};
   s.p2p = pick(choice("/software/pipeline/p2p"), p2p, s.p2p);
+  const std::pair<const char*, PipelineGradSync> grad_syncs[] = {
+      {"in_last_backward", PipelineGradSync::kInLastBackward},
+      {"after_last_backward", PipelineGradSync::kAfterLastBackward}};
+  s.pipeline_grad_sync =
+      pick(choice("/software/pipeline/grad_sync"), grad_syncs, s.pipeline_grad_sync);
 
   DataParallelPolicy& d = s.data_parallel;
   const std::pair<const char*, GradReduce> reduces[] = {

@@ -99,6 +99,11 @@ constexpr KeyDecl kSoftwareKeys[] = {
   object("/software/pipeline", kRequired, "pipeline-parallel transfers"),
   mechanism_choice("/software/pipeline/p2p", "async|blocking_sync",
                    "send/recv waited on the stream that needs the data, or waited and synchronised"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  {"/software/pipeline/grad_sync", KeyKind::kEnum, kDefault, "\"in_last_backward\"",
+   Dimension::kNone, 0, 0, false, "in_last_backward|after_last_backward",
+   "a pipeline chunk's once-a-step gradient reduction: bucket by bucket during its last "
+   "backward, or all of it after that backward with the compute stream waiting for it"},
   sources("/software/pipeline/sources"),
 
   object("/software/data_parallel", kRequired, "how the data-parallel group reduces gradients and gathers weights"),

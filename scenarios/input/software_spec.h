@@ -36,6 +36,7 @@ struct SoftwareSpec {
   strategies::LossImpl loss = strategies::LossImpl::kVocabParallelFp32;
   hwmodels::HostCost host;  ///< with host.graphs, the host group's cuda_graphs
   strategies::P2pMode p2p = strategies::P2pMode::kAsync;
+  strategies::PipelineGradSync pipeline_grad_sync = strategies::PipelineGradSync::kInLastBackward;
   strategies::DataParallelPolicy data_parallel;
   strategies::SelectiveRecompute selective = strategies::SelectiveRecompute::kAttentionCore;
   strategies::Fp8Policy fp8;

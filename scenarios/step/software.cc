@@ -15,6 +15,7 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.fused_softmax_max_keys = s.fused_softmax_max_keys;
   p.cp_merge = s.cp_merge;
   p.p2p = s.p2p;
+  p.pipeline_grad_sync = s.pipeline_grad_sync;
   p.data_parallel = s.data_parallel;
   p.fp8 = s.fp8;
   p.tp_overlap = s.tp_overlap;

@@ -633,6 +633,44 @@ TEST(ScheduleCounts, GathersAndReductionsOfOneGroupShareItsCollectiveStream) {
   EXPECT_DOUBLE_EQ(step(build(job, Scope::kRepresentatives)), 21);
 }
 
+TEST(ScheduleCounts, PipeliningWithFsdpReducesEachStageAfterItsLastBackward) {
+  // Two stages of two layers, two micro-batches, 1F1B, ZeRO-1 with one
+  // bucket per stage; forward 1 and backward 2 per layer, each gradient
+  // reduction 1. Reduced during the last backward (Megatron), stage 1's
+  // reduction hides behind stage 0's last backward: F 0-2 | 2-4 on stage 0,
+  // stage 1 F0 2-4 B0 4-8 F1 8-10 B1 10-14 (+ its reduction 14-15), stage 0
+  // B0 8-12 B1 14-18, reduction 18-19.
+  Job job = preset_job("llama3-8b", 2048, 4);
+  job.model.layers = 4;
+  job.plan.pp = 2;
+  job.plan.dp = 2;
+  job.plan.zero = 1;
+  job.plan.schedule = PipelineSchedule::kOneFOneB;
+  job.options.dp_bucket_params = 100'000'000'000;  // one bucket per stage
+  auto step = [](const Schedule& s) {
+    const auto costs = layer_costs(1, 2, 0);
+    return evaluate(
+               s,
+               [&](const Task& t) { return t.purpose == CommPurpose::kGradSync ? 1.0 : costs(t); })
+        .makespan;
+  };
+  const double in_backward = step(build(job, Scope::kRepresentatives));
+  EXPECT_DOUBLE_EQ(in_backward, 19);
+  // torch.distributed.pipelining with FSDP: stage 1 reduces after its last
+  // backward and sends its input gradient only then, so stage 0's last
+  // backward starts one reduction later.
+  job.software.pipeline_grad_sync = PipelineGradSync::kAfterLastBackward;
+  EXPECT_DOUBLE_EQ(step(build(job, Scope::kRepresentatives)), in_backward + 1);
+  // Without pipeline parallelism there is nothing to hold back.
+  Job flat = job;
+  flat.plan.pp = 1;
+  flat.plan.dp = 4;
+  Job flat_megatron = flat;
+  flat_megatron.software.pipeline_grad_sync = PipelineGradSync::kInLastBackward;
+  EXPECT_DOUBLE_EQ(step(build(flat, Scope::kRepresentatives)),
+                   step(build(flat_megatron, Scope::kRepresentatives)));
+}
+
 TEST(ScheduleCounts, ParamsGatherAndReduceBytesMatchParameters) {
   // ZeRO-1: reduce-scatter every gradient once and all-gather every
   // parameter once per step, HSDP adds a replica all-reduce of the shard.
