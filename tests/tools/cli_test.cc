@@ -219,7 +219,8 @@ TEST(Cli, ValidatePublishedCasesPrintsTheContractObject) {
 TEST(Cli, ValidateGuardsTheStepTimeMapeOnAFastSubset) {
   // Fidelity guard: thirteen small published runs, one or two per family
   // and software preset, whose step-time MAPE was 10.8% when this test was
-  // written (docs/validation.md has the whole file's figures).
+  // written and 8.0% (worst case 24.7%) on 2026-12-05 (docs/validation.md
+  // has the whole file's figures).
   const std::set<std::string> ids = {"megatron_sc21_t1_1p7B",
                                      "megatron_sc21_t2_zero3_174p6B_384gpu",
                                      "korthikanti22_22B_selective_sp",
@@ -244,9 +245,9 @@ TEST(Cli, ValidateGuardsTheStepTimeMapeOnAFastSubset) {
   const RunResult r = run_podsim({"validate", path, "--json"}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json result = json::parse(r.out);
-  EXPECT_LE(result["mape_step_time"].get<double>(), 0.12);
+  EXPECT_LE(result["mape_step_time"].get<double>(), 0.10);
   for (const json& c : result["cases"]) {
-    EXPECT_LE(std::abs(c["error"]["step_time_s"].get<double>()), 0.35) << c["id"];
+    EXPECT_LE(std::abs(c["error"]["step_time_s"].get<double>()), 0.30) << c["id"];
   }
 }
 
