@@ -94,6 +94,12 @@ LayerTensors layer_tensors(const Job& job, const LayerKind& kind) {
 
 LayerTensors layer_tensors(const Job& job) { return layer_tensors(job, typical_layer_kind(job)); }
 
+const LayerTensors& LayerTensorsByKind::operator()(const LayerKind& kind) {
+  auto it = built_.find(kind);
+  if (it == built_.end()) it = built_.emplace(kind, layer_tensors(job_, kind)).first;
+  return it->second;
+}
+
 std::vector<double> embedding_tensors(const Job& job) {
   return saved_list(embedding_ops(job, Pass::kForward));
 }
@@ -149,13 +155,13 @@ RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, 
   return {};
 }
 
-RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
-                                         int64_t layer_begin, int64_t layer_end) {
+RecomputeTensors range_recompute_tensors(LayerTensorsByKind& tensors, const Job& job,
+                                         const ChunkInfo& chunk, int64_t layer_begin,
+                                         int64_t layer_end) {
   RecomputeTensors largest;
   double largest_bytes = 0;
   for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
-    RecomputeTensors r =
-        recompute_tensors(job, layer_tensors(job, run.kind), layer_end - layer_begin);
+    RecomputeTensors r = recompute_tensors(job, tensors(run.kind), layer_end - layer_begin);
     const double bytes = d(r.repeats) * sum(r.tensors);
     if (bytes > largest_bytes) {
       largest_bytes = bytes;
@@ -163,6 +169,12 @@ RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
     }
   }
   return largest;
+}
+
+RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
+                                         int64_t layer_begin, int64_t layer_end) {
+  LayerTensorsByKind tensors(job);
+  return range_recompute_tensors(tensors, job, chunk, layer_begin, layer_end);
 }
 
 double logit_elements(const Job& job) {
@@ -247,10 +259,17 @@ double mtp_activation_bytes(const Job& job) { return sum(mtp_tensors(job)); }
 
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
                                int64_t layer_end, bool embedding, bool head, int64_t mtp) {
+  LayerTensorsByKind tensors(job);
+  return stored_activation_bytes(tensors, job, chunk, layer_begin, layer_end, embedding, head, mtp);
+}
+
+double stored_activation_bytes(LayerTensorsByKind& tensors, const Job& job, const ChunkInfo& chunk,
+                               int64_t layer_begin, int64_t layer_end, bool embedding, bool head,
+                               int64_t mtp) {
   double total = 0;
   int64_t l = layer_begin;
   for (const LayerRun& run : layer_runs(job, chunk, layer_begin, layer_end)) {
-    const LayerTensors t = layer_tensors(job, run.kind);
+    const LayerTensors& t = tensors(run.kind);
     for (int64_t i = 0; i < run.count; ++i, ++l) total += sum(kept_tensors(job, t, chunk, l));
   }
   if (embedding) total += embedding_activation_bytes(job);

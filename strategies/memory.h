@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "strategies/job.h"
@@ -37,6 +38,20 @@ struct LayerTensors {
 LayerTensors layer_tensors(const Job& job, const LayerKind& kind);
 /// ... of the typical layer kind.
 LayerTensors layer_tensors(const Job& job);
+/// layer_tensors() of one job, built once per layer kind: every chunk of a
+/// plan is made of the same few kinds, and building one walks the layer's
+/// forward ops (the sweep's memory bound prices every chunk of 100,000
+/// plans). Holds `job` by reference.
+class LayerTensorsByKind {
+ public:
+  explicit LayerTensorsByKind(const Job& job) : job_(job) {}
+  LayerTensorsByKind(const Job&&) = delete;
+  const LayerTensors& operator()(const LayerKind& kind);
+
+ private:
+  const Job& job_;
+  std::map<LayerKind, LayerTensors> built_;
+};
 /// Tensors the first model chunk's embedding and the last chunk's head keep
 /// per micro-batch (dropout mask; final-norm input, output-layer input and
 /// the fp32 softmax of the loss). Never recomputed.
@@ -66,6 +81,9 @@ struct RecomputeTensors {
 RecomputeTensors recompute_tensors(const Job& job, const LayerTensors& tensors, int64_t layers);
 /// What a recompute of layers [layer_begin, layer_end) of `chunk` holds at
 /// once: the recompute_tensors() of its layer kind that bring back the most.
+RecomputeTensors range_recompute_tensors(LayerTensorsByKind& tensors, const Job& job,
+                                         const ChunkInfo& chunk, int64_t layer_begin,
+                                         int64_t layer_end);
 RecomputeTensors range_recompute_tensors(const Job& job, const ChunkInfo& chunk,
                                          int64_t layer_begin, int64_t layer_end);
 
@@ -115,6 +133,10 @@ double mtp_activation_bytes(const Job& job);
 /// Embedding, head and `mtp` modules' bytes are added when the range has them.
 double stored_activation_bytes(const Job& job, const ChunkInfo& chunk, int64_t layer_begin,
                                int64_t layer_end, bool embedding, bool head, int64_t mtp = 0);
+/// ... with the layer kinds' tensors from `tensors` (built for `job`).
+double stored_activation_bytes(LayerTensorsByKind& tensors, const Job& job, const ChunkInfo& chunk,
+                               int64_t layer_begin, int64_t layer_end, bool embedding, bool head,
+                               int64_t mtp = 0);
 /// Bytes a recompute task brings back and its backward frees, for layers
 /// [layer_begin, layer_end) of `chunk` recomputed and consumed layer by
 /// layer (every C: C layers at a time): selective: one layer's core

@@ -258,8 +258,8 @@ void Builder::build_rank(size_t ri) {
       chunk_started[static_cast<size_t>(slot.chunk)] = true;
       if (recompute_) {
         // The backward half's recompute, brought back and freed inside the pair.
-        const RecomputeTensors back =
-            range_recompute_tensors(job_, bc.info, bc.whole.layer_begin, bc.whole.layer_end);
+        const RecomputeTensors back = range_recompute_tensors(
+            layer_tensors_, job_, bc.info, bc.whole.layer_begin, bc.whole.layer_end);
         const uint32_t list =
             piece_list(PieceList::kRecomputed, bc.whole, [&] { return back.tensors; });
         release(hold(id, list, back.repeats, MemoryKind::kTemporaries), id);
@@ -326,7 +326,7 @@ void Builder::build_rank(size_t ri) {
           first = add(compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p)));
           // One layer (every C: C layers) brought back at a time.
           const RecomputeTensors back =
-              range_recompute_tensors(job_, c.info, p.layer_begin, p.layer_end);
+              range_recompute_tensors(layer_tensors_, job_, c.info, p.layer_begin, p.layer_end);
           const uint32_t list = piece_list(PieceList::kRecomputed, p, [&] { return back.tensors; });
           recomputed = hold(first, list, back.repeats, MemoryKind::kTemporaries);
           for (TaskId g : gathers) dep(first, g);

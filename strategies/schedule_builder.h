@@ -323,6 +323,7 @@ class Builder {
   };
   std::map<LayerKind, KindLists> kind_lists_;
   const KindLists& kind_lists(const LayerKind& kind);
+  LayerTensorsByKind layer_tensors_{job_};
   struct Lists {
     uint32_t embedding = 0, head = 0, mtp = 0;
     uint32_t loss_forward = 0, loss_backward = 0;  ///< the loss's working memory

@@ -113,7 +113,7 @@ void Builder::intern_lists() {
 const Builder::KindLists& Builder::kind_lists(const LayerKind& kind) {
   auto it = kind_lists_.find(kind);
   if (it != kind_lists_.end()) return it->second;
-  const LayerTensors tensors = layer_tensors(job_, kind);
+  const LayerTensors& tensors = layer_tensors_(kind);
   KindLists lists;
   std::vector<double> rest = tensors.other_saved;
   if (job_.plan.recompute.mode == RecomputeMode::kNone) {

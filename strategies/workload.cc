@@ -775,9 +775,9 @@ Work make_work(const Job& job, Pass pass, const WorkRange& range) {
     for (const LayerRun& run : range.runs) add_layers(run);
     if (amax_forward) add_amax_reduction(true);
     if (range.head) add("head", 1, head_ops(job, pass));
-    add("mtp", range.mtp, mtp_ops(job, pass));
+    if (range.mtp > 0) add("mtp", range.mtp, mtp_ops(job, pass));
   } else {
-    add("mtp", range.mtp, mtp_ops(job, pass));
+    if (range.mtp > 0) add("mtp", range.mtp, mtp_ops(job, pass));
     if (range.head) add("head", 1, head_ops(job, pass));
     for (auto it = range.runs.rbegin(); it != range.runs.rend(); ++it) add_layers(*it);
     if (amax_backward) add_amax_reduction(false);

@@ -36,11 +36,12 @@ std::vector<double> quick_memory(const Job& job, double reserved,
                                  const std::vector<std::vector<Slot>>& orders) {
   std::vector<double> out;
   out.reserve(orders.size());
+  strategies::LayerTensorsByKind tensors(job);
   for (size_t s = 0; s < orders.size(); ++s) {
     std::vector<double> stored;
     for (const ChunkInfo& c : chunks[s]) {
-      stored.push_back(strategies::stored_activation_bytes(job, c, c.layer_begin, c.layer_end,
-                                                           c.has_embedding, c.has_head, c.mtp));
+      stored.push_back(strategies::stored_activation_bytes(
+          tensors, job, c, c.layer_begin, c.layer_end, c.has_embedding, c.has_head, c.mtp));
     }
     double live = 0, peak = 0;
     for (const Slot& slot : orders[s]) {

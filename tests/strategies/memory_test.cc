@@ -144,5 +144,33 @@ TEST(StaticMemory, TorchtitanFsdpScalingFrom8To128Gpus) {
   EXPECT_LT(std::abs((at8 - at128) / gib / 15.4 - 1.0), 0.05) << (at8 - at128) / gib;
 }
 
+// One LayerTensorsByKind shared by every range of a plan gives each layer
+// kind its own tensors (a dense and an MoE layer keep different ones), the
+// same as building them afresh, whichever kind is asked for first.
+TEST(LayerTensorsByKind, SharedAcrossRangesGivesEachKindItsOwnTensors) {
+  Job job = preset_job("deepseek-v3", 1024, 8);
+  job.model.layers = 5;  // 3 dense, 2 MoE layers
+  job.plan.dp = 4;
+  job.plan.ep = 4;
+  job.plan.zero = 1;
+  job.plan.recompute = {RecomputeMode::kSelective, 1};
+  ASSERT_TRUE(validate(job).empty());
+  const ChunkInfo c = stage_chunks(job, 0).front();
+  LayerTensorsByKind shared(job);
+  const double moe_first = stored_activation_bytes(shared, job, c, 3, 5, false, false);
+  const double dense_after = stored_activation_bytes(shared, job, c, 0, 3, false, false);
+  const double whole = stored_activation_bytes(shared, job, c, c.layer_begin, c.layer_end,
+                                               c.has_embedding, c.has_head);
+  EXPECT_EQ(moe_first, stored_activation_bytes(job, c, 3, 5, false, false));
+  EXPECT_EQ(dense_after, stored_activation_bytes(job, c, 0, 3, false, false));
+  EXPECT_EQ(whole, stored_activation_bytes(job, c, c.layer_begin, c.layer_end, c.has_embedding,
+                                           c.has_head));
+  EXPECT_NE(dense_after / 3, moe_first / 2);
+  const RecomputeTensors dense_back = range_recompute_tensors(shared, job, c, 0, 3);
+  const RecomputeTensors fresh = range_recompute_tensors(job, c, 0, 3);
+  EXPECT_EQ(dense_back.tensors, fresh.tensors);
+  EXPECT_EQ(dense_back.repeats, fresh.repeats);
+}
+
 }  // namespace
 }  // namespace podsim::strategies
