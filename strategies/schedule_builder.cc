@@ -1,6 +1,7 @@
 #include "strategies/schedule_builder.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -57,15 +58,28 @@ Builder::Builder(const Job& job, Scope scope, size_t max_tasks, int64_t replica_
 
 Schedule Builder::build() {
   tables_.resize(s_.ranks.size());
+  choose_buffer_ranks();
   reserve_every_rank();
   for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
     s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
+    const size_t buffers_before = s_.buffers.size();
     build_rank(ri);
+    if (s_.buffer_ranks[static_cast<size_t>(stage_)] != ri) s_.buffers.resize(buffers_before);
   }
   s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
   link_pipeline();
   finish_deps();
   return std::move(s_);
+}
+
+void Builder::choose_buffer_ranks() {
+  constexpr auto kNone = std::numeric_limits<uint32_t>::max();
+  s_.buffer_ranks.assign(static_cast<size_t>(p_), kNone);
+  for (size_t ri = 0; ri < s_.ranks.size(); ++ri) {
+    const int64_t rank = s_.ranks[ri];
+    uint32_t& kept = s_.buffer_ranks[static_cast<size_t>(s_.layout.stage(rank))];
+    if (kept == kNone || s_.layout.is_representative(rank)) kept = static_cast<uint32_t>(ri);
+  }
 }
 
 void Builder::reserve_every_rank() {
@@ -89,12 +103,15 @@ void Builder::reserve_every_rank() {
   }
   const auto ranks_per_stage = static_cast<size_t>(s_.layout.world() / p_);
   const auto pipeline_links = static_cast<size_t>(2 * m_ * v_);  // link_pipeline, per rank
-  size_t all_tasks = 0, all_edges = 0, all_buffers = 0;
+  // Buffers: one rank's per stage, and room for the rank being built.
+  size_t all_tasks = 0, all_edges = 0, all_buffers = 0, most_buffers = 0;
   for (size_t st = 0; st < tasks.size(); ++st) {
     all_tasks += ranks_per_stage * tasks[st];
     all_edges += ranks_per_stage * (edges[st] + pipeline_links);
-    all_buffers += ranks_per_stage * buffers[st];
+    all_buffers += buffers[st];
+    most_buffers = std::max(most_buffers, buffers[st]);
   }
+  all_buffers += most_buffers;
   s_.tasks.reserve(all_tasks);
   edges_.reserve(all_edges);
   s_.buffers.reserve(all_buffers);

@@ -291,6 +291,8 @@ class Builder {
                        const ChunkPlan& c, int32_t chunk, int32_t micro_batch);
 
   /// Every-rank scope: reserves the tasks and edges the build will make.
+  /// Fills Schedule::buffer_ranks.
+  void choose_buffer_ranks();
   void reserve_every_rank();
   void link_pipeline();
   void link_dualpipe();

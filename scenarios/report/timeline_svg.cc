@@ -118,20 +118,9 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
   const double plot = width - kLeft - kRight;
   const double scale = plot / step;
 
-  // One drawn GPU per stage: the stage's representative when simulated,
-  // else its first simulated GPU.
-  std::vector<int64_t> row_of_stage(static_cast<size_t>(s.job.plan.pp), -1);
-  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
-    const auto stage = static_cast<size_t>(s.layout.stage(s.ranks[ri]));
-    if (row_of_stage[stage] < 0 ||
-        s.ranks[ri] == s.layout.representative(s.layout.stage(s.ranks[ri]))) {
-      row_of_stage[stage] = static_cast<int64_t>(ri);
-    }
-  }
-  std::vector<size_t> rows;
-  for (int64_t ri : row_of_stage) {
-    if (ri >= 0) rows.push_back(static_cast<size_t>(ri));
-  }
+  // One drawn GPU per stage, the one whose buffers the schedule keeps: the
+  // stage's representative when simulated, else its first simulated GPU.
+  const std::vector<size_t> rows(s.buffer_ranks.begin(), s.buffer_ranks.end());
 
   // The legends wrap onto as many rows as they need: every kind and every
   // stage is named.

@@ -396,20 +396,15 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     }
   }
 
-  // Memory: each stage's first simulated rank replayed through the caching
-  // allocator model (ranks of a stage hold the same buffers at the same
-  // times), plus what lives outside the allocator.
+  // Memory: the rank of each stage whose buffers the schedule keeps
+  // (Schedule::buffer_ranks) replayed through the caching allocator model,
+  // plus what lives outside the allocator.
   const int64_t stages = spec.plan.pp;
-  std::vector<std::optional<size_t>> replayed(static_cast<size_t>(stages));
-  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
-    auto& first = replayed[static_cast<size_t>(schedule.layout.stage(schedule.ranks[r]))];
-    if (!first) first = r;
-  }
   report.memory_capacity_bytes = spec.cluster.gpu.hbm_capacity_bytes;
   report.memory_counter =
       spec.software.memory_counter == MemoryCounter::kAllocated ? "allocated" : "reserved";
   for (int64_t s = 0; s < stages; ++s) {
-    const size_t r = *replayed[static_cast<size_t>(s)];
+    const size_t r = schedule.buffer_ranks[static_cast<size_t>(s)];
     hwmodels::MemoryReservationParams reservations;
     reservations.nccl_communicators =
         nccl_communicators(job, schedule.layout, schedule.ranks[r], cluster, collectives);

@@ -131,6 +131,51 @@ TEST(PipelineMemory, OneFOneBKeepsPMicroBatchesGpipeM) {
   }
 }
 
+// Every rank of a stage holds its representative's buffers, so an
+// every-rank schedule keeps only the representative's: the same buffers, at
+// the same places of its task list, as the representatives' schedule has.
+TEST(PipelineMemory, EveryRankScheduleKeepsTheRepresentativesBuffers) {
+  Job job = pipeline_job(PipelineSchedule::kOneFOneB, 2, 4, 4);
+  job.plan.dp = 2;
+  job.plan.tp = 2;
+  job.plan.zero = 1;
+  const Schedule every = build(job);
+  const Schedule reps = build(job, Scope::kRepresentatives);
+  ASSERT_EQ(every.ranks.size(), 8u);
+  ASSERT_EQ(every.buffer_ranks.size(), 2u);
+  size_t kept = 0;
+  for (int64_t stage = 0; stage < 2; ++stage) {
+    const size_t ri = every.buffer_ranks[static_cast<size_t>(stage)];
+    const size_t rep = reps.buffer_ranks[static_cast<size_t>(stage)];
+    EXPECT_EQ(every.ranks[ri], every.layout.representative(stage));
+    EXPECT_EQ(reps.ranks[rep], every.ranks[ri]);
+    auto of_rank = [](const Schedule& s, size_t r) {
+      std::vector<Buffer> out;
+      for (const Buffer& b : s.buffers) {
+        if (b.alloc < s.rank_begin[r] || b.alloc >= s.rank_begin[r + 1]) continue;
+        Buffer local = b;
+        local.alloc -= s.rank_begin[r];
+        local.free -= s.rank_begin[r];
+        out.push_back(local);
+      }
+      return out;
+    };
+    const std::vector<Buffer> mine = of_rank(every, ri), theirs = of_rank(reps, rep);
+    ASSERT_EQ(mine.size(), theirs.size()) << "stage " << stage;
+    ASSERT_FALSE(mine.empty());
+    for (size_t i = 0; i < mine.size(); ++i) {
+      EXPECT_EQ(every.tensor_lists[mine[i].tensors], reps.tensor_lists[theirs[i].tensors]);
+      EXPECT_EQ(mine[i].repeats, theirs[i].repeats);
+      EXPECT_EQ(mine[i].alloc, theirs[i].alloc);
+      EXPECT_EQ(mine[i].free, theirs[i].free);
+      EXPECT_EQ(mine[i].kind, theirs[i].kind);
+      EXPECT_EQ(mine[i].lifetime, theirs[i].lifetime);
+    }
+    kept += mine.size();
+  }
+  EXPECT_EQ(kept, every.buffers.size()) << "buffers of ranks other than the kept ones";
+}
+
 // Layer kinds in the tensor lists: a model of dense and MoE layers with an
 // MTP module keeps, per micro-batch, what stored_activation_bytes() counts
 // for its kinds (GPipe: every micro-batch's at once), and its standing
@@ -180,7 +225,8 @@ TEST(PipelineMemory, FsdpGradientsAreMadeByTheBackwardAndShardedByTheReduceScatt
   const Schedule standing = build(job);
   job.software.memory.grad_buffers = GradBuffers::kPerStep;
   const Schedule per_step = build(job);
-  for (size_t ri = 0; ri < per_step.ranks.size(); ++ri) {
+  ASSERT_EQ(per_step.buffer_ranks, standing.buffer_ranks);
+  for (const size_t ri : per_step.buffer_ranks) {
     const int64_t stage = per_step.layout.stage(per_step.ranks[ri]);
     const double stage_grads = static_memory(job, stage).params * grad_element_bytes(job);
     EXPECT_NEAR(standing_memory(standing, ri)[grads], stage_grads, 1e-6 * stage_grads);
