@@ -67,11 +67,13 @@ struct Group {
 
 using TaskId = uint32_t;
 
+/// One task of a rank's schedule: 64 bytes, since an every-rank schedule
+/// holds millions. Ranks fit 32 bits: every simulated rank has tasks and a
+/// schedule holds at most kMaxScheduleTasks.
 struct Task {
-  int64_t rank = 0;
+  int32_t rank = 0;
   int32_t stage = 0;
   int32_t chunk = 0;         ///< virtual stage on this rank (0..v-1); -1 for step-level tasks
-  int32_t model_chunk = 0;   ///< chunk * pp + stage; -1 for step-level tasks
   int32_t micro_batch = -1;  ///< -1 for step-level tasks
   int32_t layer_begin = 0;  ///< global layers [begin, end) the task covers (or whose data it moves)
   int32_t layer_end = 0;
@@ -86,16 +88,21 @@ struct Task {
   CollectiveKind collective = CollectiveKind::kSendRecv;
   Dim dim = Dim::kDp;  ///< the dimension its time is reported under
   int32_t group = -1;  ///< index into Schedule::groups; -1 for send/recv
-  int64_t peer = -1;   ///< send/recv: the receiving rank
-  double bytes = 0;    ///< nccl-tests size per rank (see CollectiveShape)
-  /// The same collective on every member rank has the same instance id:
-  /// (group << 32) | (its sequence number among this rank's tasks on that
-  /// group). -1 for send/recv.
-  int64_t instance = -1;
+  int32_t peer = -1;   ///< send/recv: the receiving rank
+  /// Collectives: its sequence number among this rank's tasks on `group`.
+  uint32_t group_seq = 0;
+  double bytes = 0;  ///< nccl-tests size per rank (see CollectiveShape)
 
   uint32_t dep_begin = 0;  ///< into Schedule::deps
   uint32_t dep_count = 0;
+
+  /// The same collective on every member rank has the same instance id:
+  /// (group << 32) | group_seq. -1 for send/recv.
+  int64_t instance() const {
+    return group < 0 ? -1 : static_cast<int64_t>((static_cast<uint64_t>(group) << 32) | group_seq);
+  }
 };
+static_assert(sizeof(Task) == 64);
 
 /// What a buffer holds, as the report breaks memory down.
 enum class MemoryKind : uint8_t {

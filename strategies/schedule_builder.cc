@@ -202,8 +202,8 @@ void Builder::build_rank(size_t ri) {
     for (const ChunkPlan& c : st.chunks) {
       auto& per_bucket = chunk_gathers[static_cast<size_t>(c.info.virtual_index)];
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
-        per_bucket.push_back(param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                          static_cast<int32_t>(c.info.model_chunk), -1, nullptr));
+        per_bucket.push_back(
+            param_gather(*it, static_cast<int32_t>(c.info.virtual_index), -1, nullptr));
       }
     }
   }
@@ -218,7 +218,6 @@ void Builder::build_rank(size_t ri) {
     const Slot& slot = st.order[si];
     const ChunkPlan& c = st.chunks[static_cast<size_t>(slot.chunk)];
     const auto key = static_cast<size_t>(slot.micro_batch * v_ + slot.chunk);
-    const auto mc = static_cast<int32_t>(c.info.model_chunk);
     const bool last_grad =
         static_cast<int64_t>(si) == st.last_grad_slot[static_cast<size_t>(slot.chunk)];
     // Pieces of a gradient-producing slot: buckets when their reduction
@@ -246,9 +245,9 @@ void Builder::build_rank(size_t ri) {
         const Piece& p = pieces[i];
         std::vector<size_t> gathered;
         std::vector<TaskId> gathers;
-        if (zero_ == 3) gathers = zero3_gather(p, slot, c, dp.forward_prefetch, &gathered);
+        if (zero_ == 3) gathers = zero3_gather(p, slot, dp.forward_prefetch, &gathered);
         if (by_bucket) gathers = bucket_gathers[i];
-        const TaskId f = add(compute(TaskKind::kForward, slot, c, p, work(Pass::kForward, p)));
+        const TaskId f = add(compute(TaskKind::kForward, slot, p, work(Pass::kForward, p)));
         on_forward(f, c, p, key, first_of_chunk);
         release(gathered, f);
         for (TaskId g : gathers) dep(f, g);
@@ -269,8 +268,8 @@ void Builder::build_rank(size_t ri) {
       const auto bkey = static_cast<size_t>(slot.backward_micro_batch * v_ + slot.backward_chunk);
       const bool last_b =
           static_cast<int64_t>(si) == st.last_grad_slot[static_cast<size_t>(slot.backward_chunk)];
-      const TaskId id = add(
-          compute(TaskKind::kForwardBackward, slot, fc, fc.whole, pair_work(fc.whole, bc.whole)));
+      const TaskId id =
+          add(compute(TaskKind::kForwardBackward, slot, fc.whole, pair_work(fc.whole, bc.whole)));
       on_forward(id, fc, fc.whole, key, !chunk_started[static_cast<size_t>(slot.chunk)]);
       chunk_started[static_cast<size_t>(slot.chunk)] = true;
       if (recompute_) {
@@ -291,8 +290,7 @@ void Builder::build_rank(size_t ri) {
       backward.micro_batch = slot.backward_micro_batch;
       backward.chunk = slot.backward_chunk;
       if (sync_now(last_b)) {
-        grad_sync(bc.whole, &backward, slot.backward_chunk,
-                  static_cast<int32_t>(bc.info.model_chunk), last_b, id, grads);
+        grad_sync(bc.whole, &backward, slot.backward_chunk, last_b, id, grads);
       } else if (last_b && sync_after_chunk_) {
         sync_chunk_after(bc, backward, id);
       }
@@ -328,10 +326,10 @@ void Builder::build_rank(size_t ri) {
           next_gathers.clear();
           next_gathered.clear();
         } else if (zero_ == 3) {
-          gathers = zero3_gather(p, slot, c, backward_prefetch, &gathered);
+          gathers = zero3_gather(p, slot, backward_prefetch, &gathered);
         }
         if (prefetch_early && i + 1 < pieces.size()) {
-          next_gathers = zero3_gather(pieces[i + 1], slot, c, backward_prefetch, &next_gathered, 1);
+          next_gathers = zero3_gather(pieces[i + 1], slot, backward_prefetch, &next_gathered, 1);
         }
         TaskId first = kNoTask;
         size_t recomputed = kNoBuffer;
@@ -340,7 +338,7 @@ void Builder::build_rank(size_t ri) {
           // DeepSpeed: the recompute's post-forward hook releases the
           // weights and the backward's pre-hook gathers them again.
           const bool regather = zero_ == 3 && dp.regather_for_recompute;
-          first = add(compute(TaskKind::kRecompute, slot, c, p, work(Pass::kRecompute, p)));
+          first = add(compute(TaskKind::kRecompute, slot, p, work(Pass::kRecompute, p)));
           // One layer (every C: C layers) brought back at a time.
           const RecomputeTensors back =
               range_recompute_tensors(layer_tensors_, job_, c.info, p.layer_begin, p.layer_end);
@@ -351,10 +349,10 @@ void Builder::build_rank(size_t ri) {
             release(gathered, first);
             gathered.clear();
             consumers_.push_back(first);
-            regathered = zero3_gather(p, slot, c, false, &gathered);
+            regathered = zero3_gather(p, slot, false, &gathered);
           }
         }
-        b = add(compute(grad_slot ? TaskKind::kBackward : TaskKind::kBackwardInput, slot, c, p,
+        b = add(compute(grad_slot ? TaskKind::kBackward : TaskKind::kBackwardInput, slot, p,
                         work(grad_slot ? Pass::kBackward : Pass::kBackwardInput, p)));
         for (TaskId g : regathered) dep(b, g);
         release(recomputed, b);
@@ -380,7 +378,7 @@ void Builder::build_rank(size_t ri) {
           dep(first, tb.f_last[key]);  // every forward precedes its backward
         }
         if (grad_slot && sync_now(last_grad)) {
-          grad_sync(p, &slot, slot.chunk, mc, last_grad, b, grads);
+          grad_sync(p, &slot, slot.chunk, last_grad, b, grads);
         }
       }
       tb.b_last[key] = b;
@@ -401,12 +399,12 @@ void Builder::build_rank(size_t ri) {
                                                       : std::vector<Piece>{c.whole};
     TaskId w = kNoTask;
     for (const Piece& p : pieces) {
-      w = add(compute(TaskKind::kBackwardWeight, slot, c, p, work(Pass::kBackwardWeight, p)));
+      w = add(compute(TaskKind::kBackwardWeight, slot, p, work(Pass::kBackwardWeight, p)));
       release_kept(w, c, p, key, Kept::kWeightInputsAndOutputGrads);
       on_weight_grads(w, c, p);
       const std::array<size_t, 2> grads = hold_micro_batch_grads(w, p);
       dep(w, tb.b_last[key]);
-      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, mc, last_grad, w, grads);
+      if (sync_now(last_grad)) grad_sync(p, &slot, slot.chunk, last_grad, w, grads);
     }
     if (last_grad && sync_after_chunk_) sync_chunk_after(c, slot, w);
   }
@@ -415,8 +413,7 @@ void Builder::build_rank(size_t ri) {
   if (needs_sync_ && !per_mb_sync_ && !overlap_grad_reduce_) {
     for (auto it = st.chunks.rbegin(); it != st.chunks.rend(); ++it) {
       for (const Piece& p : it->buckets) {
-        grad_sync(p, nullptr, static_cast<int32_t>(it->info.virtual_index),
-                  static_cast<int32_t>(it->info.model_chunk), true, last_compute_);
+        grad_sync(p, nullptr, static_cast<int32_t>(it->info.virtual_index), true, last_compute_);
       }
     }
   }
@@ -424,16 +421,16 @@ void Builder::build_rank(size_t ri) {
     const double bytes =
         d(rank_shape(job_).vocab) * d(job_.model.hidden) * grad_element_bytes(job_);
     Task t = comm(Stream::kDpReduce, CommPurpose::kEmbeddingSync, CollectiveKind::kAllReduce,
-                  Dim::kPp, group(rank_, GroupKind::kEmbedding), bytes, Piece{}, -1, -1, -1);
+                  Dim::kPp, group(rank_, GroupKind::kEmbedding), bytes, Piece{}, -1, -1);
     t.embedding = stage_ == 0;
     t.head = stage_ == p_ - 1;
     dep(add(t), last_compute_);
   }
   const TaskId reduce_tail = last_on_stream_[static_cast<size_t>(Stream::kDpReduce)];
   Task o = compute(
-      TaskKind::kOptimizer, Slot{}, st.chunks.front(), Piece{},
+      TaskKind::kOptimizer, Slot{}, Piece{},
       optimizer_work(optimizer_parameters(job_, stage_), stage_parameter_tensors(job_, stage_)));
-  o.chunk = o.model_chunk = o.micro_batch = -1;
+  o.chunk = o.micro_batch = -1;
   blocking_.clear();
   const TaskId opt = add(o);
   dep(opt, reduce_tail);
@@ -441,8 +438,8 @@ void Builder::build_rank(size_t ri) {
   if (zero12 && !job_.options.overlap_dp) {
     for (const ChunkPlan& c : st.chunks) {
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
-        for (TaskId g : param_gather(*it, static_cast<int32_t>(c.info.virtual_index),
-                                     static_cast<int32_t>(c.info.model_chunk), -1, nullptr)) {
+        for (TaskId g :
+             param_gather(*it, static_cast<int32_t>(c.info.virtual_index), -1, nullptr)) {
           dep(g, opt);
         }
       }
@@ -479,7 +476,7 @@ void Builder::send_backward(const ChunkPlan& c, int32_t chunk, int32_t micro_bat
 TaskId Builder::sync_chunk_after(const ChunkPlan& c, const Slot& slot, TaskId after) {
   const auto chunk = static_cast<int32_t>(c.info.virtual_index);
   for (const Piece& p : c.buckets) {
-    grad_sync(p, &slot, chunk, static_cast<int32_t>(c.info.model_chunk), true, after);
+    grad_sync(p, &slot, chunk, true, after);
   }
   const TaskId last = last_grad_sync_[static_cast<size_t>(chunk)];
   if (last != kNoTask) blocking_.push_back(last);
@@ -489,8 +486,8 @@ TaskId Builder::sync_chunk_after(const ChunkPlan& c, const Slot& slot, TaskId af
 TaskId Builder::send_to_stage(Stream stream, CommPurpose purpose, int64_t stage, TaskId after,
                               const ChunkPlan& c, int32_t chunk, int32_t micro_batch) {
   Task t = comm(stream, purpose, CollectiveKind::kSendRecv, Dim::kPp, -1, transfer_bytes(), c.whole,
-                chunk, static_cast<int32_t>(c.info.model_chunk), micro_batch);
-  t.peer = s_.layout.on_stage(rank_, stage);
+                chunk, micro_batch);
+  t.peer = static_cast<int32_t>(s_.layout.on_stage(rank_, stage));
   const TaskId send = add(t);
   dep(send, after);
   if (!job_.options.overlap_pp) blocking_.push_back(send);

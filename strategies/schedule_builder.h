@@ -104,7 +104,7 @@ class Builder {
     if (t.group >= 0) {
       const auto g = static_cast<size_t>(t.group);
       if (group_seq_.size() <= g) group_seq_.resize(g + 1, 0);
-      t.instance = (static_cast<int64_t>(t.group) << 32) | group_seq_[g]++;
+      t.group_seq = group_seq_[g]++;
     }
     last_on_stream_[static_cast<size_t>(t.stream)] = id;
     s_.tasks.push_back(t);
@@ -114,15 +114,14 @@ class Builder {
     if (after != kNoTask && before != kNoTask) edges_.emplace_back(after, before);
   }
   /// A task of this rank on `stream` covering `piece` of a chunk.
-  Task task(TaskKind kind, Stream stream, const Piece& piece, int32_t chunk, int32_t model_chunk,
+  Task task(TaskKind kind, Stream stream, const Piece& piece, int32_t chunk,
             int32_t micro_batch) const {
     Task t;
-    t.rank = rank_;
+    t.rank = static_cast<int32_t>(rank_);
     t.kind = kind;
     t.stream = stream;
     t.stage = static_cast<int32_t>(stage_);
     t.chunk = chunk;
-    t.model_chunk = model_chunk;
     t.micro_batch = micro_batch;
     t.layer_begin = static_cast<int32_t>(piece.layer_begin);
     t.layer_end = static_cast<int32_t>(piece.layer_end);
@@ -130,17 +129,14 @@ class Builder {
     t.head = piece.head;
     return t;
   }
-  Task compute(TaskKind kind, const Slot& slot, const ChunkPlan& c, const Piece& piece,
-               int32_t work_index) const {
-    Task t = task(kind, Stream::kCompute, piece, slot.chunk,
-                  static_cast<int32_t>(c.info.model_chunk), slot.micro_batch);
+  Task compute(TaskKind kind, const Slot& slot, const Piece& piece, int32_t work_index) const {
+    Task t = task(kind, Stream::kCompute, piece, slot.chunk, slot.micro_batch);
     t.work = work_index;
     return t;
   }
   Task comm(Stream stream, CommPurpose purpose, CollectiveKind kind, Dim dim, int32_t group_index,
-            double bytes, const Piece& piece, int32_t chunk, int32_t model_chunk,
-            int32_t micro_batch) const {
-    Task t = task(TaskKind::kComm, stream, piece, chunk, model_chunk, micro_batch);
+            double bytes, const Piece& piece, int32_t chunk, int32_t micro_batch) const {
+    Task t = task(TaskKind::kComm, stream, piece, chunk, micro_batch);
     t.purpose = purpose;
     t.collective = kind;
     t.dim = dim;
@@ -251,13 +247,13 @@ class Builder {
   /// reduction of these gradients this step (HSDP replica all-reduce then).
   /// `grads`: the {dense, expert} per-micro-batch gradient buffers its
   /// reduce-scatters give back.
-  void grad_sync(const Piece& p, const Slot* slot, int32_t chunk, int32_t model_chunk, bool final,
-                 TaskId after, std::array<size_t, 2> grads = {kNoBuffer, kNoBuffer});
+  void grad_sync(const Piece& p, const Slot* slot, int32_t chunk, bool final, TaskId after,
+                 std::array<size_t, 2> grads = {kNoBuffer, kNoBuffer});
 
   /// Parameter all-gathers of a piece (ZeRO). Returns the tasks; with ZeRO-3
   /// adds the buffers of gathered weights they hold to `gathered` (their
   /// consumer gives them back).
-  std::vector<TaskId> param_gather(const Piece& p, int32_t chunk, int32_t model_chunk, int32_t mb,
+  std::vector<TaskId> param_gather(const Piece& p, int32_t chunk, int32_t mb,
                                    std::vector<size_t>* gathered);
 
   /// ZeRO-3 gather before compute piece number consumers_.size() +
@@ -265,9 +261,8 @@ class Builder {
   /// back) when overlap_dp and the framework prefetches in this pass
   /// (`prefetch`), else issued when the previous consumer is done (exposed).
   /// A gather made one piece early (`consumers_ahead` 1) must prefetch.
-  std::vector<TaskId> zero3_gather(const Piece& p, const Slot& slot, const ChunkPlan& c,
-                                   bool prefetch, std::vector<size_t>* gathered,
-                                   size_t consumers_ahead = 0);
+  std::vector<TaskId> zero3_gather(const Piece& p, const Slot& slot, bool prefetch,
+                                   std::vector<size_t>* gathered, size_t consumers_ahead = 0);
 
   // -- one rank --
   void build_rank(size_t ri);
@@ -370,7 +365,7 @@ class Builder {
   /// Pieces (chunk, first layer, embedding, head, expert) whose shard the
   /// step's reduce-scatters already made.
   std::set<std::tuple<int32_t, int64_t, bool, bool, bool>> reduced_shards_;
-  std::vector<int64_t> group_seq_;
+  std::vector<uint32_t> group_seq_;
   std::array<TaskId, kStreams> last_on_stream_{};
   std::array<int32_t, kGroupKinds> group_cache_{};
   TaskId last_compute_ = kNoTask;

@@ -7,8 +7,8 @@
 
 namespace podsim::strategies::schedule_detail {
 
-void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, int32_t model_chunk,
-                        bool final, TaskId after, std::array<size_t, 2> grads) {
+void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, bool final, TaskId after,
+                        std::array<size_t, 2> grads) {
   if (!needs_sync_) return;
   const double g = grad_element_bytes(job_);
   const int32_t mb = slot != nullptr ? slot->micro_batch : -1;
@@ -16,8 +16,8 @@ void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, int32_t
   // `reduced`: the unreduced gradients the reduce-scatter gives back.
   auto emit = [&](CommPurpose purpose, CollectiveKind kind, GroupKind gk, double bytes,
                   size_t reduced, bool expert) {
-    last = add(comm(Stream::kDpReduce, purpose, kind, Dim::kDp, group(rank_, gk), bytes, p, chunk,
-                    model_chunk, mb));
+    last = add(
+        comm(Stream::kDpReduce, purpose, kind, Dim::kDp, group(rank_, gk), bytes, p, chunk, mb));
     release(reduced, last);
     if (kind == CollectiveKind::kReduceScatter) on_reduce_scatter(last, p, chunk, expert, reduced);
     dep(last, after);
@@ -48,8 +48,8 @@ void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, int32_t
   if (!overlap_grad_reduce_ && last != kNoTask) blocking_.push_back(last);
 }
 
-std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t model_chunk,
-                                          int32_t mb, std::vector<size_t>* gathered) {
+std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t mb,
+                                          std::vector<size_t>* gathered) {
   std::vector<TaskId> out;
   const double e = weight_element_bytes(job_);
   // One NCCL stream per device and process group: where the framework
@@ -59,7 +59,7 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
   auto emit = [&](GroupKind gk, double params, int64_t size, bool expert) {
     if (params <= 0 || size <= 1) return;
     const TaskId t = add(comm(stream, CommPurpose::kParamGather, CollectiveKind::kAllGather,
-                              Dim::kDp, group(rank_, gk), params * e, p, chunk, model_chunk, mb));
+                              Dim::kDp, group(rank_, gk), params * e, p, chunk, mb));
     out.push_back(t);
     if (zero_ != 3) return;
     // The gathered weights: the other ranks' shards around this one's, or a
@@ -92,11 +92,9 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
   return out;
 }
 
-std::vector<TaskId> Builder::zero3_gather(const Piece& p, const Slot& slot, const ChunkPlan& c,
-                                          bool prefetch, std::vector<size_t>* gathered,
-                                          size_t consumers_ahead) {
-  std::vector<TaskId> gathers = param_gather(
-      p, slot.chunk, static_cast<int32_t>(c.info.model_chunk), slot.micro_batch, gathered);
+std::vector<TaskId> Builder::zero3_gather(const Piece& p, const Slot& slot, bool prefetch,
+                                          std::vector<size_t>* gathered, size_t consumers_ahead) {
+  std::vector<TaskId> gathers = param_gather(p, slot.chunk, slot.micro_batch, gathered);
   const size_t back = (job_.options.overlap_dp && prefetch ? 2 : 1) - consumers_ahead;
   if (consumers_.size() >= back) {
     for (TaskId g : gathers) dep(g, consumers_[consumers_.size() - back]);

@@ -813,9 +813,9 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
         start[id] = c.entry;
         end[id] = c.exit;
       } else {
-        auto inst = instances.find(task.instance);
+        auto inst = instances.find(task.instance());
         if (inst == instances.end()) {
-          inst = instances.emplace(task.instance, add_comm(task, rank, id)).first;
+          inst = instances.emplace(task.instance(), add_comm(task, rank, id)).first;
         }
         start[id] = inst->second.entry;
         end[id] = inst->second.exit;

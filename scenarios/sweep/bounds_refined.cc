@@ -149,7 +149,7 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         // A collective instance runs once however many simulated members
         // name it; a transfer, once per task.
         if (!p2p) {
-          if (!seen_instances.insert(t.instance).second) continue;
+          if (!seen_instances.insert(t.instance()).second) continue;
         }
         ++it->second.instances;
       }

@@ -299,7 +299,8 @@ void check_structure(const Schedule& s) {
       const int64_t step = t.purpose == CommPurpose::kActivation ? 1 : -1;
       EXPECT_EQ(to, (t.stage + step + s.job.plan.pp) % s.job.plan.pp);
     }
-    if (t.kind == TaskKind::kForward && t.model_chunk > 0 &&
+    const int64_t model_chunk = t.chunk * s.job.plan.pp + t.stage;
+    if (t.kind == TaskKind::kForward && model_chunk > 0 &&
         t.layer_begin == stage_chunks(s.job, t.stage)[static_cast<size_t>(t.chunk)].layer_begin) {
       bool waits = false;
       for (TaskId before : s.dependencies(id)) {
@@ -316,8 +317,8 @@ void check_structure(const Schedule& s) {
     std::map<int64_t, int32_t> group_of;
     for (const Task& t : s.tasks) {
       if (t.group < 0) continue;
-      EXPECT_TRUE(members[t.instance].insert(t.rank).second);
-      group_of[t.instance] = t.group;
+      EXPECT_TRUE(members[t.instance()].insert(t.rank).second);
+      group_of[t.instance()] = t.group;
     }
     for (const auto& [instance, ranks] : members) {
       const Group& g = s.groups[static_cast<size_t>(group_of[instance])];
