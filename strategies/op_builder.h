@@ -157,7 +157,7 @@ class Builder {
     if (role_ == OpRole::kRecompute || role_ == OpRole::kOptimizer) op.model_flops = 0;
   }
 
-  const RankShape& r_;
+  const RankShape r_;  // a copy, so that a builder made from a temporary shape stays valid
   OpRole role_;
   MoePart moe_part_ = MoePart::kNone;
   bool host_sync_next_ = false;

@@ -714,8 +714,7 @@ std::vector<Op> fsdp_copy_ops(const Job& job, Pass pass, const WorkRange& range)
   }
   const double params = range_parameters(job, range).total();
   const double e = weight_element_bytes(job);
-  const RankShape r = rank_shape(job);  // the builder keeps a reference
-  Builder b(r, pass == Pass::kForward ? OpRole::kForward : OpRole::kInputGrad);
+  Builder b(rank_shape(job), pass == Pass::kForward ? OpRole::kForward : OpRole::kInputGrad);
   if (gathers) b.memory("fsdp_copy_out", params * 2 * e, 0);
   if (reduces) {
     b.set_role(OpRole::kWeightGrad);

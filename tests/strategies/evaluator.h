@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "strategies/schedule.h"
@@ -81,6 +82,21 @@ inline std::function<double(const Task&)> layer_costs(double forward = 1, double
         return 0.0;
     }
   };
+}
+
+/// Makespan with layer_costs(1, 2, `recompute`) and one unit for every
+/// communication task of the `unit_purposes`.
+inline double makespan_with_unit_comms(const Schedule& s, double recompute,
+                                       std::initializer_list<CommPurpose> unit_purposes) {
+  const auto costs = layer_costs(1, 2, recompute);
+  return evaluate(s,
+                  [&](const Task& t) {
+                    for (CommPurpose p : unit_purposes) {
+                      if (t.purpose == p) return 1.0;
+                    }
+                    return costs(t);
+                  })
+      .makespan;
 }
 
 /// Busy time of rank index `ri`'s compute stream.

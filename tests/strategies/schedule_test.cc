@@ -16,6 +16,7 @@ namespace {
 using testing::compute_busy;
 using testing::evaluate;
 using testing::layer_costs;
+using testing::makespan_with_unit_comms;
 using testing::peak_in_order;
 using testing::preset_job;
 
@@ -603,12 +604,7 @@ TEST(ScheduleCounts, ZeroThreeGathersAsTheFrameworkSchedulesThem) {
   job.plan.recompute.mode = RecomputeMode::kFull;
   // Each unit's gather takes as long as its forward.
   auto step = [](const Schedule& s) {
-    const auto costs = layer_costs(1, 2, 1);
-    return evaluate(s,
-                    [&](const Task& t) {
-                      return t.purpose == CommPurpose::kParamGather ? 1.0 : costs(t);
-                    })
-        .makespan;
+    return makespan_with_unit_comms(s, 1, {CommPurpose::kParamGather});
   };
   auto gathers = [](const Schedule& s) {
     int n = 0;
@@ -644,14 +640,7 @@ TEST(ScheduleCounts, GathersAndReductionsOfOneGroupShareItsCollectiveStream) {
   job.plan.dp = 8;
   job.plan.zero = 3;
   auto step = [](const Schedule& s) {
-    const auto costs = layer_costs(1, 2, 0);
-    return evaluate(s,
-                    [&](const Task& t) {
-                      const bool dp = t.purpose == CommPurpose::kParamGather ||
-                                      t.purpose == CommPurpose::kGradSync;
-                      return dp ? 1.0 : costs(t);
-                    })
-        .makespan;
+    return makespan_with_unit_comms(s, 0, {CommPurpose::kParamGather, CommPurpose::kGradSync});
   };
   auto gather_streams = [](const Schedule& s) {
     std::set<Stream> streams;
@@ -695,11 +684,7 @@ TEST(ScheduleCounts, PipeliningWithFsdpReducesEachStageAfterItsLastBackward) {
   job.plan.schedule = PipelineSchedule::kOneFOneB;
   job.options.dp_bucket_params = 100'000'000'000;  // one bucket per stage
   auto step = [](const Schedule& s) {
-    const auto costs = layer_costs(1, 2, 0);
-    return evaluate(
-               s,
-               [&](const Task& t) { return t.purpose == CommPurpose::kGradSync ? 1.0 : costs(t); })
-        .makespan;
+    return makespan_with_unit_comms(s, 0, {CommPurpose::kGradSync});
   };
   const double in_backward = step(build(job, Scope::kRepresentatives));
   EXPECT_DOUBLE_EQ(in_backward, 19);
