@@ -99,6 +99,9 @@ class TopTimes {
     best_.insert(std::upper_bound(best_.begin(), best_.end(), t), t);
     if (best_.size() > k_) best_.pop_back();
   }
+  size_t size() const { return best_.size(); }
+  /// Whether K times are in: until then every plan may enter.
+  bool full() const { return best_.size() >= k_; }
   /// A plan slower than this cannot enter the top K.
   double threshold() const {
     return best_.size() < k_ || k_ == 0 ? std::numeric_limits<double>::infinity() : best_.back();
@@ -387,9 +390,34 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       spent.simulated += w.simulated;
     }
     if (spent.simulated == 0) return -1.0;
+    // Until K plans of a target are in, its threshold is infinite; expect it
+    // at the K-th smallest bound of the plans left, times the largest ratio
+    // of a simulated plan's time to its bound so far (bounds are lower
+    // bounds: the ratio is >= 1, and the larger one errs on the long side,
+    // which the countdown corrects; an estimate too short it keeps).
+    double ratio = 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (train_times[i] > 0) ratio = std::max(ratio, train_times[i] / train_time_bound_s(i));
+    }
+    std::vector<double> expected(out.targets.size());
+    std::vector<size_t> still_in(out.targets.size(), 0);
+    for (size_t t = 0; t < out.targets.size(); ++t) {
+      expected[t] = threshold(static_cast<uint32_t>(t));
+      still_in[t] = top[t].full() ? 0 : options.top_k - top[t].size();
+    }
+    for (const auto& entry : queued) {  // bound order, which is training-time order per target
+      const uint32_t t = out.candidates[entry.second].target;
+      if (still_in[t] > 0 && --still_in[t] == 0) {
+        expected[t] = ratio * train_time_bound_s(entry.second);
+      }
+    }
     double to_simulate = 0, to_refine = 0;
-    for (const auto& [bound, i] : queued) {
-      if (options.use_bounds && bound > threshold(out.candidates[i].target)) continue;
+    for (const auto& entry : queued) {
+      const size_t i = entry.second;
+      // As the rounds skip them: by the bound on the training time, not the step's.
+      if (options.use_bounds && train_time_bound_s(i) > expected[out.candidates[i].target]) {
+        continue;
+      }
       (out.screens[i].refined ? to_simulate : to_refine) += 1;
     }
     const double simulate_s = spent.simulate_s / static_cast<double>(spent.simulated);

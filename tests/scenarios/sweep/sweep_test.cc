@@ -275,6 +275,16 @@ TEST_F(SmallSweep, ProgressCountsUpAndItsTimeLeftNeverClimbs) {
         << "report " << k;
   }
   EXPECT_TRUE(estimated);
+  // The estimate counts the plans the rounds will still refine or simulate:
+  // those whose bound on the time to train is under the top-K threshold (it
+  // once compared their step-time bound with it, so it counted every plan
+  // left and said 60 times the time the sweep then took).
+  const auto end = std::chrono::steady_clock::now();
+  for (const Seen& s : seen) {
+    if (s.info.seconds_left < 0) continue;
+    const double actual = std::chrono::duration<double>(end - s.at).count();
+    EXPECT_LE(s.info.seconds_left, 10 * actual + 0.05) << "actual " << actual << " s";
+  }
 }
 
 TEST_F(SmallSweep, CostAndParetoFront) {
