@@ -69,6 +69,19 @@ class Layout {
   /// Size of a group kind (same for every rank).
   int64_t group_size(GroupKind kind) const;
 
+  // Shifts of the (tp, cp, dp) coordinates, the symmetries of a schedule in
+  // which every rank of a stage runs the same tasks: shift s = dtp + tp_size
+  // (dcp + cp_size ddp) moves a rank by (dtp, dcp, ddp), each modulo its
+  // size. They act as the group Z_tp x Z_cp x Z_dp.
+
+  /// How many shifts there are: tp * cp * dp.
+  int64_t shift_count() const { return tp_ * cp_ * dp_; }
+  /// `rank` moved by `shift`.
+  int64_t shifted(int64_t rank, int64_t shift) const;
+  /// One shift per distinct image of the multiset `ranks` under the shifts:
+  /// the smallest shift giving each image, ascending (0 first).
+  std::vector<int64_t> distinct_shifts(const std::vector<int64_t>& ranks) const;
+
  private:
   /// The rank of stage `pp` whose in-stage index is q (see Coords).
   int64_t from_stage_index(int64_t q, int64_t pp) const;

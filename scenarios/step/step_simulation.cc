@@ -5,7 +5,6 @@
 #include <cstring>
 #include <map>
 #include <numeric>
-#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -475,41 +474,25 @@ std::vector<double> link_factors(const hwmodels::Fabric& fabric, const Degradati
   return factors;
 }
 
-/// Shifts of the (tp, cp, dp) coordinates: the symmetries of a schedule in
-/// which every rank of a stage runs the same tasks.
+/// Layout::distinct_shifts of the rank sets of a schedule's collectives,
+/// each found once.
 class Images {
  public:
-  explicit Images(const strategies::Layout& layout, const strategies::ParallelPlan& plan)
-      : layout_(layout), tp_(plan.tp), cp_(plan.cp), dp_(plan.dp) {}
+  explicit Images(const strategies::Layout& layout) : layout_(layout) {}
 
-  /// One shift per distinct image of the rank set `ranks` (identity first).
-  /// Shifts are encoded as dtp + tp * (dcp + cp * ddp).
   const std::vector<int64_t>& distinct(const std::vector<int64_t>& ranks) {
     auto it = cache_.find(ranks);
-    if (it != cache_.end()) return it->second;
-    std::vector<int64_t> out;
-    std::set<std::vector<int64_t>> seen;
-    std::vector<int64_t> image(ranks.size());
-    for (int64_t shift = 0; shift < tp_ * cp_ * dp_; ++shift) {
-      for (size_t i = 0; i < ranks.size(); ++i) image[i] = apply(shift, ranks[i]);
-      std::sort(image.begin(), image.end());
-      if (seen.insert(image).second) out.push_back(shift);
-    }
-    return cache_.emplace(ranks, std::move(out)).first->second;
+    if (it == cache_.end()) it = cache_.emplace(ranks, layout_.distinct_shifts(ranks)).first;
+    return it->second;
   }
 
+  /// `rank` moved by `shift`; an in-network endpoint stays where it is.
   int64_t apply(int64_t shift, int64_t rank) const {
-    if (rank == hwmodels::kInNetwork || shift == 0) return rank;
-    strategies::Coords c = layout_.coords(rank);
-    c.tp = (c.tp + shift % tp_) % tp_;
-    c.cp = (c.cp + (shift / tp_) % cp_) % cp_;
-    c.dp = (c.dp + shift / (tp_ * cp_)) % dp_;
-    return layout_.rank(c);
+    return rank == hwmodels::kInNetwork ? rank : layout_.shifted(rank, shift);
   }
 
  private:
   const strategies::Layout& layout_;
-  int64_t tp_, cp_, dp_;
   std::map<std::vector<int64_t>, std::vector<int64_t>> cache_;
 };
 
@@ -680,7 +663,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   const hwmodels::FabricInstance fabric =
       hardware.fabric.instantiate(engine, link_factors(hardware.fabric, degradation));
   Pricer pricer(schedule, hardware);
-  Images images(schedule.layout, schedule.job.plan);
+  Images images(schedule.layout);
   ImageCounter counter(images, fabric);
 
   // Work costs by the rank's TP/CP/EP/expert-TP groups (ranks whose groups

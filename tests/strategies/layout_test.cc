@@ -113,6 +113,60 @@ TEST(Layout, HsdpShardsInsideReplicasAcross) {
   EXPECT_EQ(l.group(5, GroupKind::kReplica), (std::vector<int64_t>{1, 5}));
 }
 
+/// Layout::distinct_shifts by brute force: the image of `ranks` under every
+/// shift, kept where it is new.
+std::vector<int64_t> distinct_shifts_by_images(const Layout& l, const std::vector<int64_t>& ranks) {
+  std::vector<int64_t> out;
+  std::set<std::vector<int64_t>> seen;
+  for (int64_t shift = 0; shift < l.shift_count(); ++shift) {
+    std::vector<int64_t> image;
+    for (const int64_t r : ranks) image.push_back(l.shifted(r, shift));
+    std::sort(image.begin(), image.end());
+    if (seen.insert(image).second) out.push_back(shift);
+  }
+  return out;
+}
+
+TEST(Layout, ShiftsMoveTpCpDpModuloTheirSizes) {
+  const Layout l(plan(4, 2, 3, 2));
+  EXPECT_EQ(l.shift_count(), 24);
+  const int64_t rank = l.rank({3, 1, 0, 2, 1, 0, 0});
+  // (dtp, dcp, ddp) = (2, 1, 2): shift 2 + 4 * (1 + 2 * 2) = 22.
+  EXPECT_EQ(l.coords(l.shifted(rank, 22)).tp, 1);
+  EXPECT_EQ(l.coords(l.shifted(rank, 22)).cp, 0);
+  EXPECT_EQ(l.coords(l.shifted(rank, 22)).dp, 1);
+  EXPECT_EQ(l.coords(l.shifted(rank, 22)).pp, 1);
+  EXPECT_EQ(l.shifted(rank, 0), rank);
+}
+
+TEST(Layout, DistinctShiftsAreTheFirstShiftOfEachImage) {
+  // Every group kind of every rank, pipeline pairs, and sets with no
+  // symmetry or a partial one, on plans with and without folding.
+  ParallelPlan hsdp = plan(2, 2, 6, 3, 4);
+  hsdp.shard_group = 4;
+  hsdp.expert_tp = 2;
+  ParallelPlan dp_outer = plan(4, 1, 6, 2);
+  dp_outer.order = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kPp, Dim::kDp};
+  for (const ParallelPlan& p : {hsdp, plan(2, 2, 4, 2, 4), dp_outer, plan(1, 1, 12, 1)}) {
+    const Layout l(p);
+    std::vector<std::vector<int64_t>> sets;
+    for (int64_t r = 0; r < l.world(); ++r) {
+      for (int k = 0; k < kGroupKinds; ++k) sets.push_back(l.group(r, static_cast<GroupKind>(k)));
+      sets.push_back({r, l.on_stage(r, l.world() / l.shift_count() - 1)});
+    }
+    sets.push_back({0, 1, 5});
+    sets.push_back({3, 3, 4});
+    for (const std::vector<int64_t>& ranks : sets) {
+      EXPECT_EQ(l.distinct_shifts(ranks), distinct_shifts_by_images(l, ranks));
+    }
+  }
+  // The data-parallel group of a 12-way dp plan is its own image under
+  // every dp shift: one image per tp shift.
+  const Layout l(plan(2, 1, 12, 1));
+  EXPECT_EQ(l.distinct_shifts(l.group(0, GroupKind::kDp)), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(l.distinct_shifts({0}).size(), 24u);
+}
+
 TEST(Layers, UnevenStagesLightenTheEnds) {
   // Llama 3 405B: 126 layers on 16 stages, one fewer on the first and last.
   Job job = testing::preset_job("llama3-405b", 8192, 16);
