@@ -183,9 +183,9 @@ std::vector<int64_t> Layout::distinct_shifts(const std::vector<int64_t>& ranks) 
     for (const int64_t member : sorted) {
       const Coords c = coords(member);
       if (c.pp != origin.pp) continue;
-      const int64_t shift = (c.tp - origin.tp + tp_) % tp_ +
-                            tp_ * ((c.cp - origin.cp + cp_) % cp_ +
-                                   cp_ * ((c.dp - origin.dp + dp_) % dp_));
+      const int64_t shift =
+          (c.tp - origin.tp + tp_) % tp_ +
+          tp_ * ((c.cp - origin.cp + cp_) % cp_ + cp_ * ((c.dp - origin.dp + dp_) % dp_));
       if (stabilises[static_cast<size_t>(shift)]) continue;
       for (size_t i = 0; i < sorted.size(); ++i) image[i] = shifted(sorted[i], shift);
       std::sort(image.begin(), image.end());

@@ -7,14 +7,8 @@
 
 namespace podsim::strategies {
 
-std::span<const TaskId> Schedule::dependencies(TaskId task) const {
-  const Task& t = tasks[task];
-  return {deps.data() + t.dep_begin, t.dep_count};
-}
-
-std::span<const Task> Schedule::rank_tasks(size_t rank_index) const {
-  return {tasks.data() + rank_begin[rank_index],
-          rank_begin[rank_index + 1] - rank_begin[rank_index]};
+TaskList::Range Schedule::rank_tasks(size_t rank_index) const {
+  return tasks.range(rank_begin[rank_index], rank_begin[rank_index + 1]);
 }
 
 int64_t Schedule::rank_index(int64_t rank) const {

@@ -64,7 +64,11 @@ Schedule Builder::build() {
     s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
     const size_t buffers_before = s_.buffers.size();
     build_rank(ri);
-    if (s_.buffer_ranks[static_cast<size_t>(stage_)] != ri) s_.buffers.resize(buffers_before);
+    // The rank runs its stage's pattern (the rank whose buffers are kept)
+    // with its own rank, peers and groups: keep only those.
+    const uint32_t pattern = s_.buffer_ranks[static_cast<size_t>(stage_)];
+    if (pattern != ri) s_.buffers.resize(buffers_before);
+    if (pattern < ri) s_.tasks.share_pattern(s_.rank_begin[ri], s_.rank_begin[pattern]);
   }
   s_.rank_begin.push_back(static_cast<uint32_t>(s_.tasks.size()));
   link_pipeline();
@@ -103,16 +107,20 @@ void Builder::reserve_every_rank() {
   }
   const auto ranks_per_stage = static_cast<size_t>(s_.layout.world() / p_);
   const auto pipeline_links = static_cast<size_t>(2 * m_ * v_);  // link_pipeline, per rank
-  // Buffers: one rank's per stage, and room for the rank being built.
-  size_t all_tasks = 0, all_edges = 0, all_buffers = 0, most_buffers = 0;
+  // Whole tasks and buffers: one rank's per stage, and room for the rank
+  // being built.
+  size_t all_tasks = 0, pattern_tasks = 0, most_tasks = 0, all_edges = 0, all_buffers = 0,
+         most_buffers = 0;
   for (size_t st = 0; st < tasks.size(); ++st) {
     all_tasks += ranks_per_stage * tasks[st];
+    pattern_tasks += tasks[st];
+    most_tasks = std::max(most_tasks, tasks[st]);
     all_edges += ranks_per_stage * (edges[st] + pipeline_links);
     all_buffers += buffers[st];
     most_buffers = std::max(most_buffers, buffers[st]);
   }
   all_buffers += most_buffers;
-  s_.tasks.reserve(all_tasks);
+  s_.tasks.reserve(pattern_tasks + most_tasks, all_tasks);
   edges_.reserve(all_edges);
   s_.buffers.reserve(all_buffers);
 }
@@ -566,10 +574,10 @@ void Builder::finish_deps() {
     const auto first = s_.deps.begin() + begin[t];
     std::sort(first, s_.deps.begin() + begin[t + 1]);
     const auto last = std::unique(first, s_.deps.begin() + begin[t + 1]);
-    s_.tasks[t].dep_begin = kept;
+    const uint32_t dep_begin = kept;
     // Compaction: `kept` never passes begin[t], so this copies downwards.
     for (auto it = first; it != last; ++it) s_.deps[kept++] = *it;
-    s_.tasks[t].dep_count = kept - s_.tasks[t].dep_begin;
+    s_.tasks.set_dependencies(static_cast<TaskId>(t), dep_begin, kept - dep_begin);
   }
   s_.deps.resize(kept);
   s_.deps.shrink_to_fit();

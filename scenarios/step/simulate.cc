@@ -78,10 +78,11 @@ std::vector<int64_t> stream_predecessors(const Schedule& schedule) {
   for (size_t r = 0; r < schedule.ranks.size(); ++r) {
     std::array<int64_t, strategies::kStreams> last{};
     last.fill(-1);
-    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
-      int64_t& l = last[static_cast<size_t>(schedule.tasks[id].stream)];
-      prev[id] = l;
-      l = id;
+    int64_t id = schedule.rank_begin[r];
+    for (const strategies::Task& task : schedule.rank_tasks(r)) {
+      int64_t& l = last[static_cast<size_t>(task.stream)];
+      prev[static_cast<size_t>(id)] = l;
+      l = id++;
     }
   }
   return prev;
@@ -111,13 +112,14 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
     while (to > from) {
       if (culprit < 0 || end_of(culprit) <= from) break;
       const auto c = static_cast<size_t>(culprit);
-      if (tasks[c].kind != TaskKind::kComm) break;  // another stage's compute: bubble
+      const strategies::Task task = tasks[static_cast<strategies::TaskId>(c)];
+      if (task.kind != TaskKind::kComm) break;  // another stage's compute: bubble
       const double begin = std::max(from, seconds(timeline.tasks[c].start));
       const double finish = std::min(to, end_of(culprit));
       b.bubble += to - finish;
-      add_exposed(b.exposed_comm, tasks[c].dim, finish - begin);
+      add_exposed(b.exposed_comm, task.dim, finish - begin);
       to = begin;
-      culprit = latest(schedule.dependencies(static_cast<strategies::TaskId>(c)), stream_prev[c]);
+      culprit = latest(schedule.dependencies(task), stream_prev[c]);
     }
     if (to > from) b.bubble += to - from;
   };

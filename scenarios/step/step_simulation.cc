@@ -637,7 +637,7 @@ WorkCost cost_work(const Schedule& schedule, const StepHardware& hardware, int32
 
 StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& hardware,
                                size_t max_flows) {
-  const std::vector<Task>& tasks = schedule.tasks;
+  const strategies::TaskList& tasks = schedule.tasks;
   const bool symmetric = schedule.scope == strategies::Scope::kRepresentatives;
   static const Degradation kHealthy;
   const Degradation& degradation = hardware.degradation ? *hardware.degradation : kHealthy;
@@ -660,152 +660,158 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   // dependency per schedule edge plus one per stream predecessor.
   engine.reserve(tasks.size() + tasks.size() / 16,
                  schedule.deps.size() + tasks.size() + tasks.size() / 8);
-  const hwmodels::FabricInstance fabric =
-      hardware.fabric.instantiate(engine, link_factors(hardware.fabric, degradation));
-  Pricer pricer(schedule, hardware);
-  Images images(schedule.layout);
-  ImageCounter counter(images, fabric);
-
-  // Work costs by the rank's TP/CP/EP/expert-TP groups (ranks whose groups
-  // coincide share them), then by work: index into out.costs, in first-use
-  // order. A work a degraded GPU slows is priced by (work, groups, slowdown)
-  // instead.
-  using RankGroups = std::tuple<int64_t, int64_t, int64_t, int64_t>;
-  std::map<RankGroups, std::vector<uint32_t>> cost_index;
-  std::map<std::tuple<int32_t, RankGroups, uint64_t>, uint32_t> slowed_cost_index;
+  // Each task's first and last activity.
   std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
-  std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
-  // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
-  // buckets and pipeline transfers of a step repeat a few shapes many times.
-  // Each is routed (and, when symmetric, weighed) once, with the share of
-  // the SMs its kernels hold.
-  struct RoutedPlan {
-    hwmodels::CollectivePlan plan;
-    std::vector<hwmodels::Route> routes;
-    double sm_share = 0;
-  };
-  using PlanKey = std::tuple<int32_t, int64_t, int64_t, int, uint64_t>;
-  struct PlanKeyHash {
-    size_t operator()(const PlanKey& k) const {
-      uint64_t h = static_cast<uint64_t>(std::get<0>(k));
-      for (const uint64_t v :
-           {static_cast<uint64_t>(std::get<1>(k)), static_cast<uint64_t>(std::get<2>(k)),
-            static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k)}) {
-        h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
-      }
-      return static_cast<size_t>(h);
-    }
-  };
-  std::unordered_map<PlanKey, RoutedPlan, PlanKeyHash> plans;
-  // Each simulated GPU's SMs (pool i is schedule.ranks[i]'s): its compute
-  // tasks run on them, and every NCCL kernel it takes part in holds some of
-  // them while the transfer is in flight (hwmodels::kernel_sms), so compute
-  // beside communication slows.
-  std::vector<sim::PoolId> sms;
-  sms.reserve(schedule.ranks.size());
-  for (size_t r = 0; r < schedule.ranks.size(); ++r) sms.push_back(engine.add_pool());
-  std::vector<sim::PoolId> held_sms;  // scratch: the simulated members' SMs of one collective
+  {
+    // What the activities are made from, released before the run so that
+    // the run's arrays reuse its memory.
+    const hwmodels::FabricInstance fabric =
+        hardware.fabric.instantiate(engine, link_factors(hardware.fabric, degradation));
+    Pricer pricer(schedule, hardware);
+    Images images(schedule.layout);
+    ImageCounter counter(images, fabric);
 
-  auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
-    const bool p2p = task.group < 0;
-    const std::array<int64_t, 2> pair{rank, task.peer};
-    const std::span<const int64_t> members =
-        p2p ? std::span<const int64_t>(pair)
-            : std::span<const int64_t>(schedule.groups[static_cast<size_t>(task.group)].ranks);
-    const hwmodels::CollectiveOp op =
-        p2p ? hwmodels::CollectiveOp::kBroadcast : collective_op(task.collective);
-    const PlanKey plan_key{p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
-                           static_cast<int>(op), bits_of(task.bytes)};
-    auto plan = plans.find(plan_key);
-    if (plan == plans.end()) {
-      const std::vector<int64_t> group(members.begin(), members.end());
-      RoutedPlan routed;
-      routed.plan = hwmodels::plan_collective(hardware.fabric, op, group, task.bytes,
-                                              hwmodels::Algorithm::kAuto, hardware.collectives);
-      hwmodels::RouteHook hook;
-      if (symmetric) {
-        const std::vector<int64_t>* shifts = &images.distinct(group);
-        hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
-          counter.weigh(*shifts, t, route);
-        };
-      }
-      routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
-      routed.sm_share = pricer.comm_sm_share(group);
-      plan = plans.emplace(plan_key, std::move(routed)).first;
-    }
-    out.flows += plan->second.plan.flow_count();
-    const hwmodels::ScheduledCollective c =
-        hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
-    const double share = plan->second.sm_share;
-    if (share > 0) {
-      held_sms.clear();
-      for (const int64_t m : members) {
-        const int64_t index = schedule.rank_index(m);
-        if (index >= 0) held_sms.push_back(sms[static_cast<size_t>(index)]);
-      }
-      engine.add_hold(c.entry, c.exit, held_sms, share);
-    }
-    return c;
-  };
-
-  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
-    const int64_t rank = schedule.ranks[r];
-    auto group_id = [&](GroupKind kind) {
-      const std::vector<int64_t> g = schedule.layout.group(rank, kind);
-      return *std::min_element(g.begin(), g.end());
+    // Work costs by the rank's TP/CP/EP/expert-TP groups (ranks whose groups
+    // coincide share them), then by work: index into out.costs, in first-use
+    // order. A work a degraded GPU slows is priced by (work, groups, slowdown)
+    // instead.
+    using RankGroups = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+    std::map<RankGroups, std::vector<uint32_t>> cost_index;
+    std::map<std::tuple<int32_t, RankGroups, uint64_t>, uint32_t> slowed_cost_index;
+    std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
+    // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
+    // buckets and pipeline transfers of a step repeat a few shapes many times.
+    // Each is routed (and, when symmetric, weighed) once, with the share of
+    // the SMs its kernels hold.
+    struct RoutedPlan {
+      hwmodels::CollectivePlan plan;
+      std::vector<hwmodels::Route> routes;
+      double sm_share = 0;
     };
-    const RankGroups rank_groups{group_id(GroupKind::kTp), group_id(GroupKind::kCp),
-                                 group_id(GroupKind::kEp), group_id(GroupKind::kExpertTp)};
-    std::vector<uint32_t>& rank_costs = cost_index[rank_groups];
-    rank_costs.resize(schedule.works.size(), StepTimeline::kNoCost);
-    for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
-      const Task& task = tasks[id];
-      if (task.work >= 0) {
-        const double slowdown = degradation.gpu_slowdown.empty()
-                                    ? 1.0
-                                    : work_slowdown(schedule, degradation, task.work, rank);
-        uint32_t cost = StepTimeline::kNoCost;
-        if (slowdown == 1.0) {
-          uint32_t& shared = rank_costs[static_cast<size_t>(task.work)];
-          if (shared == StepTimeline::kNoCost) {
-            shared = static_cast<uint32_t>(out.costs.size());
-            out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+    using PlanKey = std::tuple<int32_t, int64_t, int64_t, int, uint64_t>;
+    struct PlanKeyHash {
+      size_t operator()(const PlanKey& k) const {
+        uint64_t h = static_cast<uint64_t>(std::get<0>(k));
+        for (const uint64_t v :
+             {static_cast<uint64_t>(std::get<1>(k)), static_cast<uint64_t>(std::get<2>(k)),
+              static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k)}) {
+          h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+          h ^= h >> 29;
+        }
+        return static_cast<size_t>(h);
+      }
+    };
+    std::unordered_map<PlanKey, RoutedPlan, PlanKeyHash> plans;
+    // Each simulated GPU's SMs (pool i is schedule.ranks[i]'s): its compute
+    // tasks run on them, and every NCCL kernel it takes part in holds some of
+    // them while the transfer is in flight (hwmodels::kernel_sms), so compute
+    // beside communication slows.
+    std::vector<sim::PoolId> sms;
+    sms.reserve(schedule.ranks.size());
+    for (size_t r = 0; r < schedule.ranks.size(); ++r) sms.push_back(engine.add_pool());
+    std::vector<sim::PoolId> held_sms;  // scratch: the simulated members' SMs of one collective
+
+    auto add_comm = [&](const Task& task, int64_t rank, uint32_t id) {
+      const bool p2p = task.group < 0;
+      const std::array<int64_t, 2> pair{rank, task.peer};
+      const std::span<const int64_t> members =
+          p2p ? std::span<const int64_t>(pair)
+              : std::span<const int64_t>(schedule.groups[static_cast<size_t>(task.group)].ranks);
+      const hwmodels::CollectiveOp op =
+          p2p ? hwmodels::CollectiveOp::kBroadcast : collective_op(task.collective);
+      const PlanKey plan_key{p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
+                             static_cast<int>(op), bits_of(task.bytes)};
+      auto plan = plans.find(plan_key);
+      if (plan == plans.end()) {
+        const std::vector<int64_t> group(members.begin(), members.end());
+        RoutedPlan routed;
+        routed.plan = hwmodels::plan_collective(hardware.fabric, op, group, task.bytes,
+                                                hwmodels::Algorithm::kAuto, hardware.collectives);
+        hwmodels::RouteHook hook;
+        if (symmetric) {
+          const std::vector<int64_t>* shifts = &images.distinct(group);
+          hook = [&counter, shifts](const hwmodels::Transfer& t, hwmodels::Route& route) {
+            counter.weigh(*shifts, t, route);
+          };
+        }
+        routed.routes = hwmodels::collective_routes(fabric, routed.plan, hook);
+        routed.sm_share = pricer.comm_sm_share(group);
+        plan = plans.emplace(plan_key, std::move(routed)).first;
+      }
+      out.flows += plan->second.plan.flow_count();
+      const hwmodels::ScheduledCollective c =
+          hwmodels::add_collective(engine, plan->second.plan, plan->second.routes, id);
+      const double share = plan->second.sm_share;
+      if (share > 0) {
+        held_sms.clear();
+        for (const int64_t m : members) {
+          const int64_t index = schedule.rank_index(m);
+          if (index >= 0) held_sms.push_back(sms[static_cast<size_t>(index)]);
+        }
+        engine.add_hold(c.entry, c.exit, held_sms, share);
+      }
+      return c;
+    };
+
+    for (size_t r = 0; r < schedule.ranks.size(); ++r) {
+      const int64_t rank = schedule.ranks[r];
+      auto group_id = [&](GroupKind kind) {
+        const std::vector<int64_t> g = schedule.layout.group(rank, kind);
+        return *std::min_element(g.begin(), g.end());
+      };
+      const RankGroups rank_groups{group_id(GroupKind::kTp), group_id(GroupKind::kCp),
+                                   group_id(GroupKind::kEp), group_id(GroupKind::kExpertTp)};
+      std::vector<uint32_t>& rank_costs = cost_index[rank_groups];
+      rank_costs.resize(schedule.works.size(), StepTimeline::kNoCost);
+      auto next_task = schedule.rank_tasks(r).begin();
+      for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
+        const Task task = *next_task++;
+        if (task.work >= 0) {
+          const double slowdown = degradation.gpu_slowdown.empty()
+                                      ? 1.0
+                                      : work_slowdown(schedule, degradation, task.work, rank);
+          uint32_t cost = StepTimeline::kNoCost;
+          if (slowdown == 1.0) {
+            uint32_t& shared = rank_costs[static_cast<size_t>(task.work)];
+            if (shared == StepTimeline::kNoCost) {
+              shared = static_cast<uint32_t>(out.costs.size());
+              out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+            }
+            cost = shared;
+          } else {
+            const auto key = std::make_tuple(task.work, rank_groups, bits_of(slowdown));
+            auto it = slowed_cost_index.find(key);
+            if (it == slowed_cost_index.end()) {
+              it = slowed_cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
+              out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+            }
+            cost = it->second;
           }
-          cost = shared;
+          out.task_cost[id] = cost;
+          const sim::ActivityId a = engine.add_pool_work(
+              sim::Time::from_seconds_ceil(out.costs[cost].duration_s), sms[r], sim::kNoStream, id);
+          start[id] = end[id] = a;
+          continue;
+        }
+        // Communication: one set of flows per collective instance, shared by
+        // the simulated members; a pipeline transfer is a broadcast from the
+        // sender to its peer.
+        if (task.group < 0) {
+          const hwmodels::ScheduledCollective c = add_comm(task, rank, id);
+          start[id] = c.entry;
+          end[id] = c.exit;
         } else {
-          const auto key = std::make_tuple(task.work, rank_groups, bits_of(slowdown));
-          auto it = slowed_cost_index.find(key);
-          if (it == slowed_cost_index.end()) {
-            it = slowed_cost_index.emplace(key, static_cast<uint32_t>(out.costs.size())).first;
-            out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+          auto inst = instances.find(task.instance());
+          if (inst == instances.end()) {
+            inst = instances.emplace(task.instance(), add_comm(task, rank, id)).first;
           }
-          cost = it->second;
+          start[id] = inst->second.entry;
+          end[id] = inst->second.exit;
         }
-        out.task_cost[id] = cost;
-        const sim::ActivityId a = engine.add_pool_work(
-            sim::Time::from_seconds_ceil(out.costs[cost].duration_s), sms[r], sim::kNoStream, id);
-        start[id] = end[id] = a;
-        continue;
-      }
-      // Communication: one set of flows per collective instance, shared by
-      // the simulated members; a pipeline transfer is a broadcast from the
-      // sender to its peer.
-      if (task.group < 0) {
-        const hwmodels::ScheduledCollective c = add_comm(task, rank, id);
-        start[id] = c.entry;
-        end[id] = c.exit;
-      } else {
-        auto inst = instances.find(task.instance());
-        if (inst == instances.end()) {
-          inst = instances.emplace(task.instance(), add_comm(task, rank, id)).first;
+        if (out.flows > max_flows) {
+          out.too_many_flows_task = id;
+          return out;
         }
-        start[id] = inst->second.entry;
-        end[id] = inst->second.exit;
-      }
-      if (out.flows > max_flows) {
-        out.too_many_flows_task = id;
-        return out;
       }
     }
   }
@@ -814,11 +820,13 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   for (size_t r = 0; r < schedule.ranks.size(); ++r) {
     std::array<int64_t, strategies::kStreams> last{};
     last.fill(-1);
+    auto next_task = schedule.rank_tasks(r).begin();
     for (uint32_t id = schedule.rank_begin[r]; id < schedule.rank_begin[r + 1]; ++id) {
-      for (strategies::TaskId dep : schedule.dependencies(id)) {
+      const Task task = *next_task++;
+      for (strategies::TaskId dep : schedule.dependencies(task)) {
         engine.add_dependency(end[dep], start[id]);
       }
-      int64_t& prev = last[static_cast<size_t>(tasks[id].stream)];
+      int64_t& prev = last[static_cast<size_t>(task.stream)];
       if (prev >= 0) engine.add_dependency(end[static_cast<size_t>(prev)], start[id]);
       prev = id;
     }

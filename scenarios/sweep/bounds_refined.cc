@@ -25,7 +25,7 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
       strategies::build_schedule(job, strategies::Scope::kRepresentatives);
   if (!built.schedule) return {};
   const strategies::Schedule& sched = *built.schedule;
-  const std::vector<strategies::Task>& tasks = sched.tasks;
+  const strategies::TaskList& tasks = sched.tasks;
   const size_t n = tasks.size();
   constexpr int64_t kNone = -1;
 

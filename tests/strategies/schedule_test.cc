@@ -447,6 +447,92 @@ TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
   }
 }
 
+TEST(ScheduleStructure, EveryRankReadsAsEachRanksOwnReplica) {
+  // An every-rank schedule keeps most ranks' tasks as what differs from
+  // their stage's pattern (TaskList): each rank reads back as the schedule
+  // of its own pipeline replica builds it, whole.
+  std::vector<Job> jobs = varied_jobs();
+  Job dualpipe = preset_job("deepseek-v3", 1024, 16);
+  dualpipe.model.layers = 8;
+  dualpipe.plan.pp = 4;
+  dualpipe.plan.dp = 2;
+  dualpipe.plan.ep = 2;
+  dualpipe.plan.schedule = PipelineSchedule::kDualPipe;
+  jobs.push_back(dualpipe);
+  for (const Job& job : jobs) {
+    SCOPED_TRACE(testing::describe(job));
+    const Schedule all = build(job, Scope::kEveryRank);
+    for (const int64_t rank : all.ranks) {
+      BuildResult replica = build_schedule(job, Scope::kRepresentatives, kMaxScheduleTasks, rank);
+      ASSERT_TRUE(replica.schedule.has_value());
+      const Schedule& own = *replica.schedule;
+      const std::vector<Portable> a = portable(all, rank), r = portable(own, rank);
+      ASSERT_EQ(a.size(), r.size());
+      const TaskList::Range range = all.rank_tasks(static_cast<size_t>(all.rank_index(rank)));
+      ASSERT_EQ(range.size(), a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        const Task &x = a[i].task, &y = r[i].task;
+        EXPECT_EQ(x.rank, rank);
+        EXPECT_EQ(range[i].rank, rank);
+        EXPECT_EQ(x.kind, y.kind);
+        EXPECT_EQ(x.stream, y.stream);
+        EXPECT_EQ(x.micro_batch, y.micro_batch);
+        EXPECT_EQ(x.work, y.work);
+        EXPECT_EQ(x.peer, y.peer);
+        EXPECT_EQ(x.group_seq, y.group_seq);
+        EXPECT_EQ(x.bytes, y.bytes);
+        EXPECT_EQ(x.group < 0, y.group < 0);
+        if (x.group >= 0) {
+          EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
+                    own.groups[static_cast<size_t>(y.group)].ranks);
+        }
+        EXPECT_EQ(a[i].deps, r[i].deps);
+      }
+    }
+  }
+}
+
+TEST(TaskList, KeepsWholeARankThatDiffersFromItsPatternBeyondRankPeersAndGroups) {
+  auto task = [](int32_t rank, int32_t work, int32_t group, int32_t peer) {
+    Task t;
+    t.rank = rank;
+    t.work = work;
+    t.group = group;
+    t.peer = peer;
+    return t;
+  };
+  TaskList list;
+  for (const Task& t : {task(0, 0, -1, -1), task(0, -1, 3, -1), task(0, -1, -1, 4)}) {
+    list.push_back(t);
+  }
+  for (const Task& t : {task(1, 0, -1, -1), task(1, -1, 5, -1), task(1, -1, -1, 6)}) {
+    list.push_back(t);
+  }
+  EXPECT_TRUE(list.share_pattern(3, 0));
+  for (const Task& t : {task(2, 1, -1, -1), task(2, -1, 7, -1), task(2, -1, -1, 8)}) {
+    list.push_back(t);
+  }
+  EXPECT_FALSE(list.share_pattern(6, 0));  // runs another work
+  list.push_back(task(3, 0, 9, -1));
+  EXPECT_FALSE(list.share_pattern(9, 0));  // has a group where the pattern has none
+  list.set_dependencies(4, 10, 2);
+  list.set_dependencies(7, 20, 1);
+  ASSERT_EQ(list.size(), 10u);
+  const std::vector<std::array<int32_t, 3>> expected = {
+      {0, -1, -1}, {0, 3, -1},  {0, -1, 4}, {1, -1, -1}, {1, 5, -1},
+      {1, -1, 6},  {2, -1, -1}, {2, 7, -1}, {2, -1, 8},  {3, 9, -1}};
+  TaskId id = 0;
+  for (const Task& t : list) {
+    EXPECT_EQ((std::array<int32_t, 3>{t.rank, t.group, t.peer}), expected[id]) << "task " << id;
+    EXPECT_EQ(list[id].rank, t.rank);
+    ++id;
+  }
+  EXPECT_EQ(list[4].dep_begin, 10u);
+  EXPECT_EQ(list[4].dep_count, 2u);
+  EXPECT_EQ(list[7].dep_begin, 20u);
+  EXPECT_EQ(list[6].work, 1);
+}
+
 TEST(ScheduleCounts, OneFOneBTaskCounts) {
   // p = 4, m = 8, no data parallelism: m forwards and m backwards per stage,
   // one send per micro-batch and direction on inner boundaries, one optimizer.

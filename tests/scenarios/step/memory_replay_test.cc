@@ -23,7 +23,7 @@ struct OneRank {
   OneRank() {
     schedule.ranks = {0};
     schedule.rank_begin = {0, 5};
-    schedule.tasks.resize(5);
+    for (int i = 0; i < 5; ++i) schedule.tasks.push_back({});
     const double at[6] = {0, 1, 2, 4, 6, 7};
     for (size_t i = 0; i < 5; ++i) {
       timeline.tasks.push_back(
