@@ -35,11 +35,11 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
   const auto a = static_cast<uint32_t>(kind.size());
   kind.push_back(k);
   tag.push_back(t);
-  stream.push_back(s.index);
   param.push_back(p);
   pending.push_back(0);
   work_of.push_back(kNone);
   if (s != kNoStream) {
+    on_stream.emplace_back(a, s.index);
     // In-order stream: an implicit dependency on the previous activity there.
     const uint32_t previous = stream_last[s.index];
     if (previous != kNone) {
@@ -186,7 +186,6 @@ void Engine::reserve(size_t activities, size_t dependencies) {
   State& s = State::of(state_);
   s.kind.reserve(activities);
   s.tag.reserve(activities);
-  s.stream.reserve(activities);
   s.param.reserve(activities);
   s.pending.reserve(activities);
   s.work_of.reserve(activities);
@@ -199,20 +198,10 @@ Time Engine::start_time(ActivityId activity) const {
   s.check_activity(activity, "start_time");
   if (s.finish.empty()) return Time::max();  // before run()
   const uint32_t a = activity.index;
-  switch (s.kind[a]) {
-    case ActivityKind::kFlow:
-      return Time::from_ps(s.flow_start[s.param[a]]);
-    case ActivityKind::kDelay:
-      if (s.work_of[a] != kNone) {
-        const int64_t started = s.work_start[s.work_of[a]];
-        return started == kNever ? Time::max() : Time::from_ps(started);
-      }
-      // Unfinished (or ending past Time::max()): unknown, reported as never.
-      return s.finish[a] == kNever ? Time::max() : Time::from_ps(s.finish[a] - s.param[a]);
-    case ActivityKind::kJoin:
-      break;
-  }
-  return Time::from_ps(s.finish[a]);
+  // A join starts as it finishes; anything else that never started reads as
+  // Time::max().
+  if (s.kind[a] == ActivityKind::kJoin) return Time::from_ps(s.finish[a]);
+  return Time::from_ps(s.start[a]);
 }
 
 Time Engine::finish_time(ActivityId activity) const {

@@ -81,11 +81,12 @@ void Engine::State::shrink_build_state() {
   // Vectors grown by doubling, or reserved from an estimate, keep slack that
   // would stay held through the run: give it back before the run's own
   // arrays are allocated.
-  for (auto* v : {&tag, &stream, &pending, &work_of, &work_pool, &hold_from, &hold_until,
+  for (auto* v : {&tag, &pending, &work_of, &work_pool, &hold_from, &hold_until,
                   &hold_pool_begin, &hold_pools, &flow_activity}) {
     v->shrink_to_fit();
   }
   kind.shrink_to_fit();
+  on_stream.shrink_to_fit();
   param.shrink_to_fit();
   flow_bytes.shrink_to_fit();
   flow_latency.shrink_to_fit();
@@ -94,9 +95,11 @@ void Engine::State::shrink_build_state() {
 }
 
 void Engine::State::release_run_state() {
-  // After the run, queries read only kind, tag, param, finish, flow_start,
-  // work_of and work_start (and names): free the rest.
-  stream = {};
+  // After the run, queries read only kind, tag, start and finish: free the
+  // rest.
+  on_stream = {};
+  param = {};
+  work_of = {};
   pending = {};
   succ_begin = {};
   succ = {};
@@ -151,7 +154,6 @@ void Engine::State::build_holds() {
   const size_t works = work_pool.size();
   work_left.assign(works, 0.0);
   work_update.assign(works, 0);
-  work_start.assign(works, kNever);
   work_seq.assign(works, kNoEvent);
 }
 
@@ -187,12 +189,12 @@ void Engine::State::set_hold_share(uint32_t hold, double sign) {
 }
 
 void Engine::State::start_activity(uint32_t a) {
+  start[a] = now;
   switch (kind[a]) {
     case ActivityKind::kDelay:
       if (const uint32_t w = work_of[a]; w != kNone) {
         work_left[w] = static_cast<double>(param[a]);
         work_update[w] = now;
-        work_start[w] = now;
         pool_running[work_pool[w]].push_back(a);
         schedule_work(a);
       } else {
@@ -204,7 +206,6 @@ void Engine::State::start_activity(uint32_t a) {
       break;
     case ActivityKind::kFlow: {
       const auto flow = static_cast<uint32_t>(param[a]);
-      flow_start[flow] = now;
       const Time at = Time::from_ps(saturating_add(now, flow_latency[flow]));
       queue.push(at, a, flow_bytes[flow] > 0.0 ? kFlowActivate : kFinish);
       break;
@@ -278,9 +279,9 @@ RunResult Engine::run() {
   const size_t n = s.kind.size();
   s.shrink_build_state();
   s.build_successors();
+  s.start.assign(n, kNever);
   s.finish.assign(n, kNever);
   const size_t flows = s.flow_bytes.size();
-  s.flow_start.assign(flows, kNever);
   s.remaining.assign(flows, 0.0);
   s.last_update.assign(flows, 0);
   s.done_seq.assign(flows, kNoEvent);
@@ -379,7 +380,8 @@ std::string Engine::State::describe(uint32_t a) const {
   text += kind_name(kind[a]);
   text += " #" + std::to_string(a);
   if (tag[a] != 0) text += ", tag " + std::to_string(tag[a]);
-  if (stream[a] != kNone) text += ", stream " + std::to_string(stream[a]);
+  const auto on = std::lower_bound(on_stream.begin(), on_stream.end(), std::pair{a, 0u});
+  if (on != on_stream.end() && on->first == a) text += ", stream " + std::to_string(on->second);
   text += ")";
   return text;
 }
@@ -406,7 +408,7 @@ void Engine::State::report_deadlock(RunResult& result) const {
   for (size_t i = 0; i < listed; ++i) {
     const uint32_t a = result.deadlocked[i].index;
     out += "  " + describe(a);
-    if (kind[a] == ActivityKind::kFlow && flow_start[param[a]] != kNever) {
+    if (kind[a] == ActivityKind::kFlow && start[a] != kNever) {
       out += " started but never finished";  // a flow left with no rate
     } else if (!waits[i].empty()) {
       std::vector<uint32_t>& w = waits[i];

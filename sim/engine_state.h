@@ -33,15 +33,17 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 }  // namespace engine_detail
 
 struct Engine::State {
-  // Activities, structure of arrays (~37 bytes each plus 4 per dependency).
+  // Activities, structure of arrays (~33 bytes each plus 4 per dependency).
   std::vector<ActivityKind> kind;
   std::vector<uint32_t> tag;
-  std::vector<uint32_t> stream;
+  // (activity, stream) of the activities on a stream, ascending: only the
+  // deadlock report reads them (a step's tasks use no streams).
+  std::vector<std::pair<uint32_t, uint32_t>> on_stream;
   std::vector<int64_t> param;     // delay: duration ps; flow: flow index; join: 0
   std::vector<uint32_t> pending;  // unfinished dependencies (stream order included)
-  // Only finish times are stored: a delay started at finish - duration, a
-  // join at its finish, a flow at flow_start (which depends on rates).
-  std::vector<int64_t> finish;  // sized at run()
+  // Start and finish times, sized at run(); what outlives the run with kind
+  // and tag, for the queries.
+  std::vector<int64_t> start, finish;
   // Dependencies: an edge list while building, successor CSR from run() on.
   std::vector<uint32_t> edge_from;
   std::vector<uint32_t> edge_to;
@@ -55,7 +57,6 @@ struct Engine::State {
   std::vector<uint32_t> flow_activity;
   std::vector<double> flow_bytes;
   std::vector<int64_t> flow_latency;
-  std::vector<int64_t> flow_start;   // run-time
   std::vector<double> remaining;     // bytes left at last_update (run-time)
   std::vector<int64_t> last_update;  // run-time
   std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
@@ -81,7 +82,7 @@ struct Engine::State {
   std::vector<double> pool_held, pool_rate;
   std::vector<std::vector<uint32_t>> pool_running;
   std::vector<double> work_left;
-  std::vector<int64_t> work_update, work_start;
+  std::vector<int64_t> work_update;
   std::vector<uint64_t> work_seq;
   // The run.
   EventQueue queue;

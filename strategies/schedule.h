@@ -108,10 +108,11 @@ static_assert(sizeof(Task) == 64);
 /// The tasks of a schedule, by id. The ranks of a pipeline stage run the same
 /// task list, each with its own rank, peers, groups and dependencies, so an
 /// every-rank schedule keeps whole the tasks of one rank per stage (the
-/// pattern) and, of another rank's task, what differs from its pattern's: 12
-/// bytes instead of 64 (every rank of GPT-3 on 1,024 GPUs: 528,000 tasks,
-/// 6 MB instead of 34). A rank whose tasks differ otherwise stays whole.
-/// Tasks are read by value.
+/// pattern) and, of another rank's task, only its group or peer: 4 bytes
+/// instead of 64 (every rank of GPT-3 on 1,024 GPUs: 528,000 tasks, 2 MB
+/// instead of 34). Its dependencies sit where its pattern's do, from the
+/// rank's own first one. A rank that differs otherwise stays whole. Tasks are
+/// read by value.
 class TaskList {
  public:
   class Range;
@@ -139,9 +140,7 @@ class TaskList {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  Task operator[](TaskId id) const {
-    return shared_tasks_ == 0 ? whole_[id] : at(segment_of(id), id);
-  }
+  Task operator[](TaskId id) const { return in_id_order_ ? whole_[id] : at(segment_of(id), id); }
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, static_cast<TaskId>(size_)); }
   /// Tasks [first, last).
@@ -150,36 +149,37 @@ class TaskList {
   /// Appends a whole task; its id is the size before.
   void push_back(const Task& task);
   void reserve(size_t whole, size_t shared);
-  /// Keeps tasks [first, size()) as what differs from the tasks from
-  /// `pattern` on, kept whole, if they run them with only their own rank,
-  /// peers, groups and dependencies. Returns whether it did.
+  /// Keeps tasks [first, size()) as their links (groups or peers) to the
+  /// tasks from `pattern` on, kept whole, if they run them with only their
+  /// own rank, peers and groups. Returns whether it did.
   bool share_pattern(TaskId first, TaskId pattern);
+  /// Sets a task's dependencies (Task::dep_begin, dep_count), in id order: a
+  /// shared task whose dependencies do not sit where its pattern's do makes
+  /// its rank whole again.
   void set_dependencies(TaskId id, uint32_t begin, uint32_t count);
 
  private:
-  /// What a shared task has of its own.
-  struct Own {
-    int32_t link = -1;  ///< its group, or its peer for a send/recv
-    uint32_t dep_begin = 0;
-    uint32_t dep_count = 0;
-  };
   /// Consecutive ids kept the same way: whole from `whole_begin`, or shared
-  /// (`own_begin` into own_) with the pattern's tasks from `whole_begin`.
+  /// (their links from `link_begin`) with the pattern's tasks from
+  /// `whole_begin`, their dependencies from `dep_base`.
   struct Segment {
     TaskId first = 0;
     uint32_t whole_begin = 0;
-    uint32_t own_begin = kWhole;
+    uint32_t link_begin = kWhole;
     int32_t rank = 0;
+    uint32_t dep_base = 0;
     static constexpr uint32_t kWhole = UINT32_MAX;
   };
   size_t segment_of(TaskId id) const;
   Task at(size_t segment, TaskId id) const;
+  size_t segment_end(size_t segment) const;
+  void make_whole(size_t segment);
 
   std::vector<Task> whole_;
-  std::vector<Own> own_;
+  std::vector<int32_t> links_;
   std::vector<Segment> segments_;
   size_t size_ = 0;
-  size_t shared_tasks_ = 0;
+  bool in_id_order_ = true;  ///< whole_[id] is task id (nothing shared yet)
 };
 
 /// Tasks [first, last) of a TaskList: what Schedule::rank_tasks gives.

@@ -24,12 +24,12 @@ bool runs_pattern(const Task& t, const Task& pattern) {
 }  // namespace
 
 TaskList::Iterator::Iterator(const TaskList* list, TaskId id) : list_(list), id_(id) {
-  if (list_->shared_tasks_ > 0 && id_ < list_->size_) segment_ = list_->segment_of(id_);
+  if (!list_->in_id_order_ && id_ < list_->size_) segment_ = list_->segment_of(id_);
 }
 
 TaskList::Iterator& TaskList::Iterator::operator++() {
   ++id_;
-  if (list_->shared_tasks_ > 0 && segment_ + 1 < list_->segments_.size() &&
+  if (!list_->in_id_order_ && segment_ + 1 < list_->segments_.size() &&
       id_ >= list_->segments_[segment_ + 1].first) {
     ++segment_;
   }
@@ -46,25 +46,29 @@ size_t TaskList::segment_of(TaskId id) const {
   return static_cast<size_t>(after - segments_.begin()) - 1;
 }
 
+size_t TaskList::segment_end(size_t segment) const {
+  return segment + 1 < segments_.size() ? segments_[segment + 1].first : size_;
+}
+
 Task TaskList::at(size_t segment, TaskId id) const {
-  if (shared_tasks_ == 0) return whole_[id];
+  if (in_id_order_) return whole_[id];
   const Segment& s = segments_[segment];
   const uint32_t k = id - s.first;
   Task t = whole_[s.whole_begin + k];
-  if (s.own_begin == Segment::kWhole) return t;
-  const Own& own = own_[s.own_begin + k];
+  if (s.link_begin == Segment::kWhole) return t;
+  const int32_t link = links_[s.link_begin + k];
   t.rank = s.rank;
-  if (t.group >= 0) t.group = own.link;
-  if (t.peer >= 0) t.peer = own.link;
-  t.dep_begin = own.dep_begin;
-  t.dep_count = own.dep_count;
+  if (t.group >= 0) t.group = link;
+  if (t.peer >= 0) t.peer = link;
+  t.dep_begin = s.dep_base + (t.dep_begin - whole_[s.whole_begin].dep_begin);
   return t;
 }
 
 void TaskList::push_back(const Task& task) {
   const auto id = static_cast<TaskId>(size_);
-  if (segments_.empty() || segments_.back().own_begin != Segment::kWhole) {
-    segments_.push_back({id, static_cast<uint32_t>(whole_.size()), Segment::kWhole, 0});
+  if (segments_.empty() || segments_.back().link_begin != Segment::kWhole ||
+      segments_.back().whole_begin + (id - segments_.back().first) != whole_.size()) {
+    segments_.push_back({id, static_cast<uint32_t>(whole_.size()), Segment::kWhole, 0, 0});
   }
   whole_.push_back(task);
   ++size_;
@@ -72,24 +76,23 @@ void TaskList::push_back(const Task& task) {
 
 void TaskList::reserve(size_t whole, size_t shared) {
   whole_.reserve(whole);
-  own_.reserve(shared);
+  links_.reserve(shared);
 }
 
 bool TaskList::share_pattern(TaskId first, TaskId pattern) {
-  // Both runs are whole: `first` starts the last segment's tail.
-  const Segment& last = segments_.back();
-  if (last.own_begin != Segment::kWhole || first < last.first || pattern >= first) {
+  const size_t last_segment = segments_.size() - 1;
+  const Segment& last = segments_[last_segment];
+  if (last.link_begin != Segment::kWhole || first < last.first || pattern >= first ||
+      last.whole_begin + (size_ - last.first) != whole_.size()) {
     throw std::logic_error("TaskList::share_pattern: the tasks are not the last whole ones");
   }
   const size_t pattern_segment = segment_of(pattern);
   const Segment& p = segments_[pattern_segment];
-  if (p.own_begin != Segment::kWhole) return false;
+  if (p.link_begin != Segment::kWhole) return false;
   const size_t count = size_ - first;
   const size_t pattern_at = p.whole_begin + (pattern - p.first);
-  const size_t next = pattern_segment + 1 < segments_.size() ? segments_[pattern_segment + 1].first
-                                                             : static_cast<size_t>(size_);
   // The pattern's tasks: whole, in a row, before `first`, of one rank.
-  if (pattern + count > std::min<size_t>(next, first)) return false;
+  if (pattern + count > std::min<size_t>(segment_end(pattern_segment), first)) return false;
   const size_t at = last.whole_begin + (first - last.first);
   const int32_t rank = whole_[at].rank;
   for (size_t k = 0; k < count; ++k) {
@@ -100,33 +103,42 @@ bool TaskList::share_pattern(TaskId first, TaskId pattern) {
       return false;
     }
   }
-  const auto own_begin = static_cast<uint32_t>(own_.size());
+  const auto link_begin = static_cast<uint32_t>(links_.size());
   for (size_t k = 0; k < count; ++k) {
     const Task& t = whole_[at + k];
-    own_.push_back({t.group >= 0 ? t.group : t.peer, t.dep_begin, t.dep_count});
+    links_.push_back(t.group >= 0 ? t.group : t.peer);
   }
   whole_.resize(at);
-  if (first == segments_.back().first) segments_.pop_back();
-  segments_.push_back({first, static_cast<uint32_t>(pattern_at), own_begin, rank});
-  shared_tasks_ += count;
+  if (first == last.first) segments_.pop_back();
+  segments_.push_back({first, static_cast<uint32_t>(pattern_at), link_begin, rank, 0});
+  in_id_order_ = false;
   return true;
 }
 
+void TaskList::make_whole(size_t segment) {
+  const Segment s = segments_[segment];
+  const auto whole_begin = static_cast<uint32_t>(whole_.size());
+  for (auto id = s.first; id < segment_end(segment); ++id) whole_.push_back(at(segment, id));
+  segments_[segment].whole_begin = whole_begin;
+  segments_[segment].link_begin = Segment::kWhole;
+}
+
 void TaskList::set_dependencies(TaskId id, uint32_t begin, uint32_t count) {
-  if (shared_tasks_ == 0) {
-    whole_[id].dep_begin = begin;
-    whole_[id].dep_count = count;
-    return;
-  }
-  const Segment& s = segments_[segment_of(id)];
+  const size_t segment = in_id_order_ ? 0 : segment_of(id);
+  Segment& s = segments_[segment];
   const uint32_t k = id - s.first;
-  if (s.own_begin == Segment::kWhole) {
-    whole_[s.whole_begin + k].dep_begin = begin;
-    whole_[s.whole_begin + k].dep_count = count;
-  } else {
-    own_[s.own_begin + k].dep_begin = begin;
-    own_[s.own_begin + k].dep_count = count;
+  if (s.link_begin != Segment::kWhole) {
+    const Task& pattern = whole_[s.whole_begin + k];
+    if (k == 0) s.dep_base = begin;
+    if (begin == s.dep_base + (pattern.dep_begin - whole_[s.whole_begin].dep_begin) &&
+        count == pattern.dep_count) {
+      return;
+    }
+    make_whole(segment);
   }
+  Task& t = whole_[s.whole_begin + k];
+  t.dep_begin = begin;
+  t.dep_count = count;
 }
 
 }  // namespace podsim::strategies

@@ -678,6 +678,24 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
     using RankGroups = std::tuple<int64_t, int64_t, int64_t, int64_t>;
     std::map<RankGroups, std::vector<uint32_t>> cost_index;
     std::map<std::tuple<int32_t, RankGroups, uint64_t>, uint32_t> slowed_cost_index;
+    // Congruent groups (every TP group of an every-rank step placed alike)
+    // give a work equal costs: each distinct cost is kept once.
+    std::unordered_map<uint64_t, std::vector<uint32_t>> costs_by_hash;
+    auto intern_cost = [&](WorkCost&& cost) {
+      uint64_t h = cost.collectives.size();
+      for (const double v : {cost.duration_s, cost.sequence_s, cost.compute_s, cost.host_s}) {
+        h = (h ^ bits_of(v)) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+      }
+      std::vector<uint32_t>& same_hash = costs_by_hash[h];
+      for (const uint32_t index : same_hash) {
+        if (out.costs[index] == cost) return index;
+      }
+      const auto index = static_cast<uint32_t>(out.costs.size());
+      out.costs.push_back(std::move(cost));
+      same_hash.push_back(index);
+      return index;
+    };
     std::unordered_map<int64_t, hwmodels::ScheduledCollective> instances;
     // Plans by (group or -1, sender, receiver, op, bytes): the data-parallel
     // buckets and pipeline transfers of a step repeat a few shapes many times.
@@ -774,8 +792,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
           if (slowdown == 1.0) {
             uint32_t& shared = rank_costs[static_cast<size_t>(task.work)];
             if (shared == StepTimeline::kNoCost) {
-              shared = static_cast<uint32_t>(out.costs.size());
-              out.costs.push_back(price_work(schedule, pricer, task.work, rank, slowdown));
+              shared = intern_cost(price_work(schedule, pricer, task.work, rank, slowdown));
             }
             cost = shared;
           } else {

@@ -62,6 +62,7 @@ struct InTaskCollective {
   int64_t count = 1;
   double time_s = 0;     ///< one instance, priced alone on the fabric
   double exposed_s = 0;  ///< of one instance: not hidden under compute
+  bool operator==(const InTaskCollective&) const = default;
 };
 
 /// What one work costs on one rank's compute stream, seconds.
@@ -99,6 +100,7 @@ struct WorkCost {
   /// Every in-task collective op with its place in the sequence (those
   /// DualPipe runs beside the other half's compute: back to back from 0).
   std::vector<InTaskCollective> collectives;
+  bool operator==(const WorkCost&) const = default;
 };
 
 struct TaskTime {

@@ -492,7 +492,7 @@ TEST(ScheduleStructure, EveryRankReadsAsEachRanksOwnReplica) {
   }
 }
 
-TEST(TaskList, KeepsWholeARankThatDiffersFromItsPatternBeyondRankPeersAndGroups) {
+TEST(TaskList, ReadsBackWhatWasPutWhetherARankIsSharedOrWhole) {
   auto task = [](int32_t rank, int32_t work, int32_t group, int32_t peer) {
     Task t;
     t.rank = rank;
@@ -501,36 +501,48 @@ TEST(TaskList, KeepsWholeARankThatDiffersFromItsPatternBeyondRankPeersAndGroups)
     t.peer = peer;
     return t;
   };
-  TaskList list;
-  for (const Task& t : {task(0, 0, -1, -1), task(0, -1, 3, -1), task(0, -1, -1, 4)}) {
-    list.push_back(t);
+  // Rank 1 runs rank 0's tasks: shared. Rank 2 runs another work and rank
+  // 3 has a group where the pattern has none: both stay whole.
+  const std::vector<std::vector<Task>> ranks = {
+      {task(0, 0, -1, -1), task(0, -1, 3, -1), task(0, -1, -1, 4)},
+      {task(1, 0, -1, -1), task(1, -1, 5, -1), task(1, -1, -1, 6)},
+      {task(2, 1, -1, -1), task(2, -1, 7, -1), task(2, -1, -1, 8)},
+      {task(3, 0, 9, -1)}};
+  // Dependencies (begin, count) by task: rank 1's sit as rank 0's do, from 4.
+  for (const bool aligned : {true, false}) {
+    SCOPED_TRACE(aligned ? "dependencies where the pattern's are" : "elsewhere");
+    const std::vector<std::pair<uint32_t, uint32_t>> deps = {
+        {0, 1}, {1, 3}, {4, 0}, {4, 1},  {5, aligned ? 3u : 2u},
+        {8, 0}, {8, 1}, {9, 1}, {10, 0}, {10, 2}};
+    TaskList list;
+    TaskId first = 0;
+    for (const std::vector<Task>& rank_tasks : ranks) {
+      for (const Task& t : rank_tasks) list.push_back(t);
+      if (first > 0) {
+        EXPECT_EQ(list.share_pattern(first, 0), rank_tasks.front().rank == 1);
+      }
+      first += static_cast<TaskId>(rank_tasks.size());
+    }
+    for (TaskId id = 0; id < deps.size(); ++id) {
+      list.set_dependencies(id, deps[id].first, deps[id].second);
+    }
+    ASSERT_EQ(list.size(), 10u);
+    TaskId id = 0;
+    for (const std::vector<Task>& rank_tasks : ranks) {
+      for (const Task& put : rank_tasks) {
+        SCOPED_TRACE("task " + std::to_string(id));
+        const Task got = list[id];
+        EXPECT_EQ(got.rank, put.rank);
+        EXPECT_EQ(got.work, put.work);
+        EXPECT_EQ(got.group, put.group);
+        EXPECT_EQ(got.peer, put.peer);
+        EXPECT_EQ(got.dep_begin, deps[id].first);
+        EXPECT_EQ(got.dep_count, deps[id].second);
+        EXPECT_EQ((*list.range(id, id + 1).begin()).peer, put.peer);
+        ++id;
+      }
+    }
   }
-  for (const Task& t : {task(1, 0, -1, -1), task(1, -1, 5, -1), task(1, -1, -1, 6)}) {
-    list.push_back(t);
-  }
-  EXPECT_TRUE(list.share_pattern(3, 0));
-  for (const Task& t : {task(2, 1, -1, -1), task(2, -1, 7, -1), task(2, -1, -1, 8)}) {
-    list.push_back(t);
-  }
-  EXPECT_FALSE(list.share_pattern(6, 0));  // runs another work
-  list.push_back(task(3, 0, 9, -1));
-  EXPECT_FALSE(list.share_pattern(9, 0));  // has a group where the pattern has none
-  list.set_dependencies(4, 10, 2);
-  list.set_dependencies(7, 20, 1);
-  ASSERT_EQ(list.size(), 10u);
-  const std::vector<std::array<int32_t, 3>> expected = {
-      {0, -1, -1}, {0, 3, -1},  {0, -1, 4}, {1, -1, -1}, {1, 5, -1},
-      {1, -1, 6},  {2, -1, -1}, {2, 7, -1}, {2, -1, 8},  {3, 9, -1}};
-  TaskId id = 0;
-  for (const Task& t : list) {
-    EXPECT_EQ((std::array<int32_t, 3>{t.rank, t.group, t.peer}), expected[id]) << "task " << id;
-    EXPECT_EQ(list[id].rank, t.rank);
-    ++id;
-  }
-  EXPECT_EQ(list[4].dep_begin, 10u);
-  EXPECT_EQ(list[4].dep_count, 2u);
-  EXPECT_EQ(list[7].dep_begin, 20u);
-  EXPECT_EQ(list[6].work, 1);
 }
 
 TEST(ScheduleCounts, OneFOneBTaskCounts) {

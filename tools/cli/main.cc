@@ -8,6 +8,10 @@
 
 #include "scenarios/input/suggest.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #ifndef PODSIM_VERSION
 #define PODSIM_VERSION "unknown"
 #endif
@@ -84,6 +88,14 @@ int dispatch(const std::vector<std::string>& args, CommandIo& io) {
 
 int main(int argc, char** argv) {
   using podsim::cli::kExitInternal;
+#ifdef __GLIBC__
+  // Blocks of 128 KiB and more (a step's per-activity and per-task arrays)
+  // are mapped, so freeing one gives its pages back. glibc's default raises
+  // that threshold to the largest block freed so far, after which such arrays
+  // come from the heap and stay resident once freed: the every-rank GPT-3
+  // step (1,024 GPUs) peaked 6% higher.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
     podsim::cli::CommandIo io{std::cout, std::cerr};
