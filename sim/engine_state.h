@@ -33,7 +33,7 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 }  // namespace engine_detail
 
 struct Engine::State {
-  // Activities, structure of arrays (~33 bytes each plus 4 per dependency).
+  // Activities, structure of arrays (~41 bytes each plus 4 per dependency).
   std::vector<ActivityKind> kind;
   std::vector<uint32_t> tag;
   // (activity, stream) of the activities on a stream, ascending: only the
