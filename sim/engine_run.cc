@@ -81,8 +81,8 @@ void Engine::State::shrink_build_state() {
   // Vectors grown by doubling, or reserved from an estimate, keep slack that
   // would stay held through the run: give it back before the run's own
   // arrays are allocated.
-  for (auto* v : {&tag, &pending, &work_of, &work_pool, &hold_from, &hold_until,
-                  &hold_pool_begin, &hold_pools, &flow_activity}) {
+  for (auto* v : {&tag, &pending, &work_of, &work_pool, &hold_from, &hold_until, &hold_pool_begin,
+                  &hold_pools, &flow_activity}) {
     v->shrink_to_fit();
   }
   kind.shrink_to_fit();

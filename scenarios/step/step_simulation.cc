@@ -34,6 +34,12 @@ uint64_t bits_of(double value) {
   return bits;
 }
 
+/// `hash` with `value` mixed in (for the lowering's hash tables).
+uint64_t mix_hash(uint64_t hash, uint64_t value) {
+  hash = (hash ^ value) * 0x9e3779b97f4a7c15ULL;
+  return hash ^ (hash >> 29);
+}
+
 /// Prices ops and works; caches what repeats (every rank of a stage runs the
 /// same works, and the same collective on congruent groups).
 class Pricer {
@@ -684,8 +690,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
     auto intern_cost = [&](WorkCost&& cost) {
       uint64_t h = cost.collectives.size();
       for (const double v : {cost.duration_s, cost.sequence_s, cost.compute_s, cost.host_s}) {
-        h = (h ^ bits_of(v)) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
+        h = mix_hash(h, bits_of(v));
       }
       std::vector<uint32_t>& same_hash = costs_by_hash[h];
       for (const uint32_t index : same_hash) {
@@ -713,8 +718,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
         for (const uint64_t v :
              {static_cast<uint64_t>(std::get<1>(k)), static_cast<uint64_t>(std::get<2>(k)),
               static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k)}) {
-          h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-          h ^= h >> 29;
+          h = mix_hash(h, v);
         }
         return static_cast<size_t>(h);
       }

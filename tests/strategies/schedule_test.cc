@@ -407,6 +407,24 @@ std::vector<Portable> portable(const Schedule& s, int64_t rank) {
   return out;
 }
 
+/// The same task in two schedules of one job: what it runs, on which
+/// stream, with which peer or group, and after which tasks.
+void expect_same_task(const Schedule& sa, const Portable& a, const Schedule& sb,
+                      const Portable& b) {
+  const Task &x = a.task, &y = b.task;
+  EXPECT_EQ(x.kind, y.kind);
+  EXPECT_EQ(x.stream, y.stream);
+  EXPECT_EQ(x.micro_batch, y.micro_batch);
+  EXPECT_EQ(x.peer, y.peer);
+  EXPECT_EQ(x.bytes, y.bytes);
+  EXPECT_EQ(x.group < 0, y.group < 0);
+  if (x.group >= 0) {
+    EXPECT_EQ(sa.groups[static_cast<size_t>(x.group)].ranks,
+              sb.groups[static_cast<size_t>(y.group)].ranks);
+  }
+  EXPECT_EQ(a.deps, b.deps);
+}
+
 TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
   for (const Job& job : varied_jobs()) {
     SCOPED_TRACE(testing::describe(job));
@@ -419,29 +437,19 @@ TEST(ScheduleStructure, RepresentativesMatchEveryRankSchedule) {
       ASSERT_EQ(a.size(), r.size());
       for (size_t i = 0; i < a.size(); ++i) {
         const Task &x = a[i].task, &y = r[i].task;
-        EXPECT_EQ(x.kind, y.kind);
-        EXPECT_EQ(x.stream, y.stream);
-        EXPECT_EQ(x.micro_batch, y.micro_batch);
+        expect_same_task(all, a[i], rep, r[i]);
         EXPECT_EQ(x.chunk, y.chunk);
         EXPECT_EQ(x.layer_begin, y.layer_begin);
         EXPECT_EQ(x.layer_end, y.layer_end);
         EXPECT_EQ(x.purpose, y.purpose);
         EXPECT_EQ(x.collective, y.collective);
-        EXPECT_EQ(x.peer, y.peer);
-        EXPECT_EQ(x.bytes, y.bytes);
         EXPECT_EQ(a[i].memory.alloc, r[i].memory.alloc);
         EXPECT_EQ(a[i].memory.free, r[i].memory.free);
-        EXPECT_EQ(x.group < 0, y.group < 0);
-        if (x.group >= 0) {
-          EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
-                    rep.groups[static_cast<size_t>(y.group)].ranks);
-        }
         EXPECT_EQ(x.work < 0, y.work < 0);
         if (x.work >= 0) {
           EXPECT_EQ(all.works[static_cast<size_t>(x.work)].name,
                     rep.works[static_cast<size_t>(y.work)].name);
         }
-        EXPECT_EQ(a[i].deps, r[i].deps);
       }
     }
   }
@@ -472,21 +480,11 @@ TEST(ScheduleStructure, EveryRankReadsAsEachRanksOwnReplica) {
       ASSERT_EQ(range.size(), a.size());
       for (size_t i = 0; i < a.size(); ++i) {
         const Task &x = a[i].task, &y = r[i].task;
+        expect_same_task(all, a[i], own, r[i]);
         EXPECT_EQ(x.rank, rank);
         EXPECT_EQ(range[i].rank, rank);
-        EXPECT_EQ(x.kind, y.kind);
-        EXPECT_EQ(x.stream, y.stream);
-        EXPECT_EQ(x.micro_batch, y.micro_batch);
         EXPECT_EQ(x.work, y.work);
-        EXPECT_EQ(x.peer, y.peer);
         EXPECT_EQ(x.group_seq, y.group_seq);
-        EXPECT_EQ(x.bytes, y.bytes);
-        EXPECT_EQ(x.group < 0, y.group < 0);
-        if (x.group >= 0) {
-          EXPECT_EQ(all.groups[static_cast<size_t>(x.group)].ranks,
-                    own.groups[static_cast<size_t>(y.group)].ranks);
-        }
-        EXPECT_EQ(a[i].deps, r[i].deps);
       }
     }
   }

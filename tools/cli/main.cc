@@ -90,8 +90,9 @@ int main(int argc, char** argv) {
   using podsim::cli::kExitInternal;
 #ifdef __GLIBC__
   // Blocks of 128 KiB and more (a step's per-activity and per-task arrays)
-  // are mapped, so freeing one gives its pages back. glibc's default raises
-  // that threshold to the largest block freed so far, after which such arrays
+  // are mapped, so freeing one gives its pages back: glibc's own starting
+  // threshold, held there. By default glibc raises it to the largest block
+  // freed so far, after which such arrays
   // come from the heap and stay resident once freed: the every-rank GPT-3
   // step (1,024 GPUs) peaked 6% higher.
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
