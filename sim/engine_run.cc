@@ -71,27 +71,26 @@ void Engine::State::build_successors() {
   for (const uint32_t from : edge_from) ++succ_begin[from + 1];
   for (size_t i = 0; i < n; ++i) succ_begin[i + 1] += succ_begin[i];
   succ.resize(edge_from.size());
-  std::vector<uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
+  BulkVector<uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
   for (size_t e = 0; e < edge_from.size(); ++e) succ[fill[edge_from[e]]++] = edge_to[e];
   edge_from = {};
   edge_to = {};
 }
 
-void Engine::State::shrink_build_state() {
-  // Vectors grown by doubling, or reserved from an estimate, keep slack that
-  // would stay held through the run: give it back before the run's own
-  // arrays are allocated.
+void Engine::State::release_build_slack() {
+  // Arrays grown by doubling, or reserved from an estimate, hold slack through
+  // the run: give its memory back before the run's own arrays are allocated.
   for (auto* v : {&tag, &pending, &work_of, &work_pool, &hold_from, &hold_until, &hold_pool_begin,
                   &hold_pools, &flow_activity}) {
-    v->shrink_to_fit();
+    release_unused_capacity(*v);
   }
-  kind.shrink_to_fit();
-  on_stream.shrink_to_fit();
-  param.shrink_to_fit();
-  flow_bytes.shrink_to_fit();
-  flow_latency.shrink_to_fit();
-  hold_share.shrink_to_fit();
-  net.shrink_to_fit();
+  release_unused_capacity(kind);
+  release_unused_capacity(on_stream);
+  release_unused_capacity(param);
+  release_unused_capacity(flow_bytes);
+  release_unused_capacity(flow_latency);
+  release_unused_capacity(hold_share);
+  net.release_unused_capacity();
 }
 
 void Engine::State::release_run_state() {
@@ -132,13 +131,13 @@ void Engine::State::release_run_state() {
 void Engine::State::build_holds() {
   // Counting sort of the holds by the activity that begins / ends them.
   const size_t n = kind.size();
-  auto index = [n](const std::vector<uint32_t>& key, std::vector<uint32_t>& begin,
-                   std::vector<uint32_t>& list) {
+  auto index = [n](const BulkVector<uint32_t>& key, BulkVector<uint32_t>& begin,
+                   BulkVector<uint32_t>& list) {
     begin.assign(n + 1, 0);
     for (const uint32_t k : key) ++begin[k + 1];
     for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
     list.resize(key.size());
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    BulkVector<uint32_t> fill(begin.begin(), begin.end() - 1);
     for (uint32_t h = 0; h < key.size(); ++h) list[fill[key[h]]++] = h;
   };
   index(hold_from, from_begin, from_list);
@@ -277,7 +276,7 @@ RunResult Engine::run() {
   RunResult result;
   result.end = Time::zero();
   const size_t n = s.kind.size();
-  s.shrink_build_state();
+  s.release_build_slack();
   s.build_successors();
   s.start.assign(n, kNever);
   s.finish.assign(n, kNever);

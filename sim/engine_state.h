@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/bulk_allocator.h"
 #include "sim/engine.h"
 #include "sim/event_queue.h"
 #include "sim/flow_network.h"
@@ -34,56 +35,56 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 struct Engine::State {
   // Activities, structure of arrays (~41 bytes each plus 4 per dependency).
-  std::vector<ActivityKind> kind;
-  std::vector<uint32_t> tag;
+  BulkVector<ActivityKind> kind;
+  BulkVector<uint32_t> tag;
   // (activity, stream) of the activities on a stream, ascending: only the
   // deadlock report reads them (a step's tasks use no streams).
-  std::vector<std::pair<uint32_t, uint32_t>> on_stream;
-  std::vector<int64_t> param;     // delay: duration ps; flow: flow index; join: 0
-  std::vector<uint32_t> pending;  // unfinished dependencies (stream order included)
+  BulkVector<std::pair<uint32_t, uint32_t>> on_stream;
+  BulkVector<int64_t> param;     // delay: duration ps; flow: flow index; join: 0
+  BulkVector<uint32_t> pending;  // unfinished dependencies (stream order included)
   // Start and finish times, sized at run(); what outlives the run with kind
   // and tag, for the queries.
-  std::vector<int64_t> start, finish;
+  BulkVector<int64_t> start, finish;
   // Dependencies: an edge list while building, successor CSR from run() on.
-  std::vector<uint32_t> edge_from;
-  std::vector<uint32_t> edge_to;
-  std::vector<uint32_t> succ_begin;
-  std::vector<uint32_t> succ;
+  BulkVector<uint32_t> edge_from;
+  BulkVector<uint32_t> edge_to;
+  BulkVector<uint32_t> succ_begin;
+  BulkVector<uint32_t> succ;
   // Streams: the last activity added to each (its successor waits for it).
   std::vector<uint32_t> stream_last;
   std::vector<std::pair<uint32_t, std::string>> names;
   // Flows, indexed by flow (FlowNetwork's index).
   FlowNetwork net;
-  std::vector<uint32_t> flow_activity;
-  std::vector<double> flow_bytes;
-  std::vector<int64_t> flow_latency;
-  std::vector<double> remaining;     // bytes left at last_update (run-time)
-  std::vector<int64_t> last_update;  // run-time
-  std::vector<uint64_t> done_seq;    // seq of the flow's live completion event
+  BulkVector<uint32_t> flow_activity;
+  BulkVector<double> flow_bytes;
+  BulkVector<int64_t> flow_latency;
+  BulkVector<double> remaining;     // bytes left at last_update (run-time)
+  BulkVector<int64_t> last_update;  // run-time
+  BulkVector<uint64_t> done_seq;    // seq of the flow's live completion event
   // Pools: by activity, its pool work index (kNone = not pool work); by
   // pool work, its pool; and the holds.
-  std::vector<uint32_t> work_of;
-  std::vector<uint32_t> work_pool;
+  BulkVector<uint32_t> work_of;
+  BulkVector<uint32_t> work_pool;
   uint32_t pools = 0;
   uint32_t links = 0;  // net's, kept for link_count() once run() has released net
   // Holds as added, each on the pools hold_pools[hold_pool_begin[h] ..
   // hold_pool_begin[h + 1]); build_holds indexes them by from / until and
   // frees those.
-  std::vector<uint32_t> hold_from, hold_until;
-  std::vector<uint32_t> hold_pool_begin{0}, hold_pools;
-  std::vector<double> hold_share;
+  BulkVector<uint32_t> hold_from, hold_until;
+  BulkVector<uint32_t> hold_pool_begin{0}, hold_pools;
+  BulkVector<double> hold_share;
   bool has_holds = false;
   // Run-time: holds by the activity that begins / ends them (CSR), hold
   // state (0 waiting, 1 held, 2 over), each pool's held share, rate and
   // running work (activities); per pool work its full-rate ps left at
   // work_update, its live completion seq and its start.
-  std::vector<uint32_t> from_begin, from_list, until_begin, until_list;
-  std::vector<uint8_t> hold_state;
+  BulkVector<uint32_t> from_begin, from_list, until_begin, until_list;
+  BulkVector<uint8_t> hold_state;
   std::vector<double> pool_held, pool_rate;
   std::vector<std::vector<uint32_t>> pool_running;
-  std::vector<double> work_left;
-  std::vector<int64_t> work_update;
-  std::vector<uint64_t> work_seq;
+  BulkVector<double> work_left;
+  BulkVector<int64_t> work_update;
+  BulkVector<uint64_t> work_seq;
   // The run.
   EventQueue queue;
   int64_t now = 0;
@@ -100,7 +101,7 @@ struct Engine::State {
   uint32_t add_activity(ActivityKind k, int64_t p, StreamId s, uint32_t t);
   void check_activity(ActivityId id, const char* where) const;
   void check_not_ran(const char* where) const;
-  void shrink_build_state();
+  void release_build_slack();
   void build_successors();
   void release_run_state();
   void start_activity(uint32_t a);

@@ -61,19 +61,17 @@ uint32_t FlowNetwork::add_flow(std::span<const PathHop> path, double max_rate_by
   return index;
 }
 
-void FlowNetwork::shrink_to_fit() {
-  capacity_.shrink_to_fit();
-  link_flows_.shrink_to_fit();
-  hops_.shrink_to_fit();
-  hop_begin_.shrink_to_fit();
-  cap_.shrink_to_fit();
-  rate_.shrink_to_fit();
-  bottleneck_.shrink_to_fit();
-  active_.shrink_to_fit();
-  flow_mark_.shrink_to_fit();
-  state_.shrink_to_fit();
-  new_rate_.shrink_to_fit();
-  new_bottleneck_.shrink_to_fit();
+void FlowNetwork::release_unused_capacity() {
+  sim::release_unused_capacity(hops_);
+  sim::release_unused_capacity(hop_begin_);
+  sim::release_unused_capacity(cap_);
+  sim::release_unused_capacity(rate_);
+  sim::release_unused_capacity(bottleneck_);
+  sim::release_unused_capacity(active_);
+  sim::release_unused_capacity(flow_mark_);
+  sim::release_unused_capacity(state_);
+  sim::release_unused_capacity(new_rate_);
+  sim::release_unused_capacity(new_bottleneck_);
 }
 
 void FlowNetwork::activate(uint32_t flow) {

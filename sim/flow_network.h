@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/bulk_allocator.h"
 #include "sim/engine.h"
 
 namespace podsim::sim {
@@ -30,8 +31,8 @@ class FlowNetwork {
   /// `max_rate_bytes_per_s` == 0: no cap. Returns the flow's index.
   uint32_t add_flow(std::span<const PathHop> path, double max_rate_bytes_per_s);
 
-  /// Gives back the slack of the declared links and flows (before a run).
-  void shrink_to_fit();
+  /// Gives back the memory under the flow arrays' slack (before a run).
+  void release_unused_capacity();
 
   /// The flow joins the sharing (its rate is 0 until the next solve()).
   void activate(uint32_t flow);
@@ -106,14 +107,14 @@ class FlowNetwork {
   std::vector<double> capacity_;
   std::vector<std::vector<Slot>> link_flows_;
   // Flows (declared).
-  std::vector<Hop> hops_;
-  std::vector<uint32_t> hop_begin_{0};  // flow f's hops: [hop_begin_[f], hop_begin_[f + 1])
-  std::vector<double> cap_;
+  BulkVector<Hop> hops_;
+  BulkVector<uint32_t> hop_begin_{0};  // flow f's hops: [hop_begin_[f], hop_begin_[f + 1])
+  BulkVector<double> cap_;
   // Flows (state): the current allocation and, for each active flow, a link
   // where it is a bottleneck flow (saturated, no flow there faster) or kByCap.
-  std::vector<double> rate_;
-  std::vector<uint32_t> bottleneck_;
-  std::vector<uint8_t> active_;
+  BulkVector<double> rate_;
+  BulkVector<uint32_t> bottleneck_;
+  BulkVector<uint8_t> active_;
   // Changes since the last solve.
   std::vector<uint32_t> seed_flows_;
   std::vector<uint32_t> seed_links_;
@@ -121,10 +122,10 @@ class FlowNetwork {
   // Solver scratch, reused across solves; a mark equal to epoch_ means "in
   // this solve", so nothing needs clearing.
   uint32_t epoch_ = 0;
-  std::vector<uint32_t> flow_mark_;  // in the filling
-  std::vector<State> state_;
-  std::vector<double> new_rate_;
-  std::vector<uint32_t> new_bottleneck_;
+  BulkVector<uint32_t> flow_mark_;  // in the filling
+  BulkVector<State> state_;
+  BulkVector<double> new_rate_;
+  BulkVector<uint32_t> new_bottleneck_;
   std::vector<uint32_t> link_mark_;  // open: filled afresh
   std::vector<uint32_t> link_version_;
   std::vector<double> residual_;  // capacity left by the frozen flows

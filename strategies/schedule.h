@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/bulk_allocator.h"
 #include "strategies/job.h"
 #include "strategies/layout.h"
 #include "strategies/pipeline_order.h"
@@ -175,8 +176,8 @@ class TaskList {
   size_t segment_end(size_t segment) const;
   void make_whole(size_t segment);
 
-  std::vector<Task> whole_;
-  std::vector<int32_t> links_;
+  sim::BulkVector<Task> whole_;
+  sim::BulkVector<int32_t> links_;
   std::vector<Segment> segments_;
   size_t size_ = 0;
   bool in_id_order_ = true;  ///< whole_[id] is task id (nothing shared yet)
@@ -254,7 +255,7 @@ struct Schedule {
   std::vector<int64_t> ranks;        ///< simulated ranks, ascending
   std::vector<uint32_t> rank_begin;  ///< tasks of ranks[i]: [rank_begin[i], rank_begin[i+1])
   TaskList tasks;
-  std::vector<TaskId> deps;  ///< dependency pool (see Task::dep_begin)
+  sim::BulkVector<TaskId> deps;  ///< dependency pool (see Task::dep_begin)
   std::vector<Work> works;
   std::vector<Group> groups;
   /// Bytes of each tensor of a list, in allocation order (shared by buffers).

@@ -73,20 +73,38 @@ void add_moe(MoeBreakdown& m, const WorkCost& c) {
 
 /// The previous task on the same (rank, stream), or -1: what a task waits
 /// for besides its dependencies.
-std::vector<int64_t> stream_predecessors(const Schedule& schedule) {
-  std::vector<int64_t> prev(schedule.tasks.size(), -1);
-  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
-    std::array<int64_t, strategies::kStreams> last{};
-    last.fill(-1);
-    int64_t id = schedule.rank_begin[r];
-    for (const strategies::Task& task : schedule.rank_tasks(r)) {
-      int64_t& l = last[static_cast<size_t>(task.stream)];
-      prev[static_cast<size_t>(id)] = l;
-      l = id++;
+/// Each task's predecessor on its rank's stream (-1 for the first), worked
+/// out for a rank when one of its tasks is first asked about: the breakdown
+/// walks the critical rank and the few ranks its waits lead to, not every
+/// rank of an every-rank step.
+class StreamPredecessors {
+ public:
+  explicit StreamPredecessors(const Schedule& schedule)
+      : schedule_(schedule), by_rank_(schedule.ranks.size()) {}
+
+  int64_t operator()(int64_t task) {
+    const auto id = static_cast<uint32_t>(task);
+    const auto& begin = schedule_.rank_begin;
+    const auto r =
+        static_cast<size_t>(std::upper_bound(begin.begin(), begin.end(), id) - begin.begin() - 1);
+    std::vector<int64_t>& prev = by_rank_[r];
+    if (prev.empty()) {
+      std::array<int64_t, strategies::kStreams> last{};
+      last.fill(-1);
+      int64_t i = begin[r];
+      for (const strategies::Task& t : schedule_.rank_tasks(r)) {
+        int64_t& l = last[static_cast<size_t>(t.stream)];
+        prev.push_back(l);
+        l = i++;
+      }
     }
+    return prev[id - begin[r]];
   }
-  return prev;
-}
+
+ private:
+  const Schedule& schedule_;
+  std::vector<std::vector<int64_t>> by_rank_;
+};
 
 /// Where the critical rank's compute stream spent the step: busy time by
 /// category from the work costs, and each idle gap explained by walking the
@@ -98,7 +116,7 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
                     double step_s) {
   Breakdown b;
   const auto& tasks = schedule.tasks;
-  const std::vector<int64_t> stream_prev = stream_predecessors(schedule);
+  StreamPredecessors stream_prev(schedule);
   auto seconds = [](sim::Time t) { return t.seconds(); };
   auto end_of = [&](int64_t id) { return seconds(timeline.tasks[static_cast<size_t>(id)].end); };
   auto latest = [&](std::span<const strategies::TaskId> deps, int64_t also) {
@@ -119,7 +137,7 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       b.bubble += to - finish;
       add_exposed(b.exposed_comm, task.dim, finish - begin);
       to = begin;
-      culprit = latest(schedule.dependencies(task), stream_prev[c]);
+      culprit = latest(schedule.dependencies(task), stream_prev(static_cast<int64_t>(c)));
     }
     if (to > from) b.bubble += to - from;
   };

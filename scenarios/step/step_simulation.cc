@@ -667,7 +667,7 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
   engine.reserve(tasks.size() + tasks.size() / 16,
                  schedule.deps.size() + tasks.size() + tasks.size() / 8);
   // Each task's first and last activity.
-  std::vector<sim::ActivityId> start(tasks.size()), end(tasks.size());
+  sim::BulkVector<sim::ActivityId> start(tasks.size()), end(tasks.size());
   {
     // What the activities are made from, released before the run so that
     // the run's arrays reuse its memory.

@@ -10,6 +10,7 @@
 #include "hwmodels/fabric.h"
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/kernel_implementation.h"
+#include "sim/bulk_allocator.h"
 #include "sim/engine.h"
 #include "strategies/schedule.h"
 
@@ -110,9 +111,9 @@ struct TaskTime {
 
 /// The simulated step: when every task ran.
 struct StepTimeline {
-  std::vector<TaskTime> tasks;  ///< by schedule task id
+  sim::BulkVector<TaskTime> tasks;  ///< by schedule task id
   /// Compute tasks: index into `costs`; communication tasks: kNoCost.
-  std::vector<uint32_t> task_cost;
+  sim::BulkVector<uint32_t> task_cost;
   std::vector<WorkCost> costs;
   sim::RunResult run;
   /// When run.beyond_clock: the task whose activity would end past the
