@@ -12,8 +12,9 @@
 namespace podsim::sim {
 namespace {
 
-// The VmFlags line of the mapping that holds `p` (/proc/self/smaps), or "".
-std::string vm_flags_of(const void* p) {
+// The line of the mapping that holds `p` in /proc/self/smaps that starts
+// with `key` ("VmFlags:", "Rss:"), or "".
+std::string smaps_line(const void* p, const std::string& key) {
   std::ifstream smaps("/proc/self/smaps");
   const auto address = reinterpret_cast<uintptr_t>(p);
   std::string line;
@@ -25,11 +26,22 @@ std::string vm_flags_of(const void* p) {
     std::istringstream range(line);
     if (range >> std::hex >> begin >> dash >> end && dash == '-') {
       inside = begin <= address && address < end;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+    } else if (inside && line.rfind(key, 0) == 0) {
       return line;
     }
   }
   return "";
+}
+
+std::string vm_flags_of(const void* p) { return smaps_line(p, "VmFlags:"); }
+
+// The mapping's resident memory in KiB.
+long rss_kib_of(const void* p) {
+  std::istringstream line(smaps_line(p, "Rss:"));
+  std::string key;
+  long kib = -1;
+  line >> key >> kib;
+  return kib;
 }
 
 TEST(BulkAllocator, LargeArraysStartOnAHugePageAndSmallOnesComeFromTheHeap) {
@@ -77,6 +89,22 @@ TEST(BulkVector, KeepsItsElementsAcrossGrowthPastTheBulkSizeAndBack) {
   v.resize(10);
   v.shrink_to_fit();
   EXPECT_EQ(v.back(), 9u);
+}
+
+TEST(BulkVector, ReleasingUnusedCapacityFreesThePagesPastTheEndInPlace) {
+#if !defined(__linux__)
+  GTEST_SKIP() << "page release is Linux's";
+#else
+  BulkVector<uint8_t> v(4 * kBulkBytes, 1);
+  const uint8_t* data = v.data();
+  v.resize(kBulkBytes / 2);
+  EXPECT_GE(rss_kib_of(data) * 1024, static_cast<long>(4 * kBulkBytes) - 4096);
+  release_unused_capacity(v);
+  EXPECT_EQ(v.data(), data);  // no copy
+  EXPECT_EQ(v.capacity(), 4 * kBulkBytes);
+  EXPECT_LE(rss_kib_of(data) * 1024, static_cast<long>(kBulkBytes / 2) + 4096);
+  EXPECT_EQ(v.front() + v.back(), 2);
+#endif
 }
 
 }  // namespace
