@@ -39,12 +39,29 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
   if (!text("/options/grad_format")) {
     spec.options.grad_format = spec.software.data_parallel.reduce_format;
   }
+  shard_tp_activations(spec);
   problems_before_job_checks_ = problems_.size();
   check_job(spec);
   build_degraded(spec);
   check_plausible(spec);
   spec.warnings = std::move(warnings_);
   return spec;
+}
+
+void SpecBuilder::shard_tp_activations(ScenarioSpec& s) {
+  strategies::ParallelPlan& p = s.plan;
+  if (!s.software.tp_shards_activations || p.tp <= 1 || p.sequence_parallel) return;
+  const std::string why = "software '" + s.software.name +
+                          "' keeps activations sharded across the tensor-parallel group "
+                          "(software.tensor_parallel.shard_activations)";
+  const int64_t tokens_per_cp_rank = p.cp > 0 ? s.training.seq_len / p.cp : 0;
+  if (tokens_per_cp_rank > 0 && tokens_per_cp_rank % p.tp == 0) {
+    p.sequence_parallel = true;
+    warn(why + ": the plan runs with sequence_parallel true");
+  } else {
+    warn(why + ", but seq_len/cp does not split across tp=" + std::to_string(p.tp) +
+         ": simulated with the activations replicated");
+  }
 }
 
 void SpecBuilder::build_degraded(ScenarioSpec& s) {

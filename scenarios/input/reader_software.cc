@@ -170,6 +170,8 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
       {"te_userbuffers", TpOverlap::kTeUserbuffers},
       {"async_tp", TpOverlap::kAsyncTp}};
   s.tp_overlap = pick(choice("/software/tp_overlap/method"), overlaps, s.tp_overlap);
+  s.tp_shards_activations =
+      yes("/software/tensor_parallel/shard_activations", s.tp_shards_activations);
 
   OptimizerPolicy& o = s.optimizer;
   const std::pair<const char*, OptimizerImpl> optimizers[] = {{"fused", OptimizerImpl::kFused},

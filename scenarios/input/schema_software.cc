@@ -160,6 +160,14 @@ constexpr KeyDecl kSoftwareKeys[] = {
                    "none, Transformer Engine userbuffers, or PyTorch AsyncTP"),
   sources("/software/tp_overlap/sources"),
 
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  object("/software/tensor_parallel", kOptional, "how the framework lays activations out under tensor parallelism"),
+  boolean("/software/tensor_parallel/shard_activations", "false",
+          "the framework's tensor parallelism keeps the activations between its regions sharded "
+          "whatever the plan says (Megatron's sequence parallelism, always on): a plan with "
+          "tp > 1 runs with sequence_parallel"),
+  sources("/software/tensor_parallel/sources"),
+
   object("/software/optimizer", kRequired, "the optimizer step and gradient clipping"),
   mechanism_choice("/software/optimizer/implementation", "fused|foreach|for_loop|xla",
                    "one multi-tensor kernel, torch foreach ops, a Python loop over tensors, or XLA"),

@@ -41,6 +41,9 @@ struct SoftwareSpec {
   strategies::SelectiveRecompute selective = strategies::SelectiveRecompute::kAttentionCore;
   strategies::Fp8Policy fp8;
   strategies::TpOverlap tp_overlap = strategies::TpOverlap::kTeUserbuffers;
+  /// Tensor parallelism always shards the activations between its regions
+  /// (the reader then runs a tp > 1 plan with sequence parallelism).
+  bool tp_shards_activations = false;
   strategies::OptimizerPolicy optimizer;
   MemoryCounter memory_counter = MemoryCounter::kReserved;
   strategies::MemoryPolicy memory;

@@ -142,6 +142,9 @@ class SpecBuilder {
   void build_options(ScenarioSpec& s);
   // The run-level keys (run_reader.cc): reliability, storage, the run.
   void build_run(ScenarioSpec& s);
+  /// A framework whose tensor parallelism always shards the activations runs
+  /// a tp > 1 plan with sequence parallelism (software.tensor_parallel).
+  void shard_tp_activations(ScenarioSpec& s);
   // Slow parts in the step (/degraded), after the job's GPU count is known.
   void build_degraded(ScenarioSpec& s);
   void build_software(SoftwareSpec& s);  // reader_software.cc

@@ -3,6 +3,7 @@
 // `podsim describe`'s listing; `gpu.power_limit` (v1.1).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -178,6 +179,38 @@ TEST(Software, GradientsTravelInTheFormatTheFrameworkReducesThemIn) {
   EXPECT_EQ(read_ok(scenario).options.grad_format, sim::NumberFormat::kBf16);
   scenario["options"]["grad_format"] = "fp32";  // the scenario's word wins
   EXPECT_EQ(read_ok(scenario).options.grad_format, sim::NumberFormat::kFp32);
+}
+
+TEST(Software, AFrameworkThatAlwaysShardsTpActivationsRunsThePlanWithSequenceParallelism) {
+  json scenario = base_scenario();
+  scenario["parallelism"] = {{"dp", 8}, {"tp", 8}, {"zero", 1}, {"sequence_parallel", false}};
+  auto warned = [](const ScenarioSpec& spec) {
+    return std::any_of(spec.warnings.begin(), spec.warnings.end(), [](const std::string& w) {
+      return w.find("software.tensor_parallel.shard_activations") != std::string::npos;
+    });
+  };
+  // Megatron-Core leaves it to the plan.
+  ScenarioSpec megatron = read_ok(scenario);
+  EXPECT_FALSE(megatron.plan.sequence_parallel);
+  EXPECT_FALSE(warned(megatron));
+  // MaxText maps the activations' embed axis to the tensor mesh axis.
+  scenario["software"] = "maxtext";
+  ScenarioSpec maxtext = read_ok(scenario);
+  EXPECT_TRUE(maxtext.plan.sequence_parallel);
+  EXPECT_TRUE(warned(maxtext));
+  // Tokens that do not split across the TP group keep the plan as written.
+  scenario["training"]["seq_len"] = 4100;
+  ScenarioSpec odd = read_ok(scenario);
+  EXPECT_FALSE(odd.plan.sequence_parallel);
+  EXPECT_TRUE(warned(odd));
+  // The object form can turn the mechanism off.
+  scenario["training"]["seq_len"] = 4096;
+  scenario["software"] = {{"base", "maxtext"}, {"tensor_parallel", {{"shard_activations", false}}}};
+  EXPECT_FALSE(read_ok(scenario).plan.sequence_parallel);
+  // Without tensor parallelism nothing changes.
+  scenario["software"] = "maxtext";
+  scenario["parallelism"] = {{"dp", 64}, {"zero", 1}};
+  EXPECT_FALSE(read_ok(scenario).plan.sequence_parallel);
 }
 
 TEST(Software, DescribeListsEveryPresetWithItsSources) {
