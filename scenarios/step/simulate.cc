@@ -6,6 +6,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -224,6 +225,35 @@ std::vector<hwmodels::NcclCommunicator> nccl_communicators(
   return out;
 }
 
+/// Each stage's buffer rank replayed through the caching allocator model.
+/// The replays are independent: an every-rank step (too large to be one
+/// plan of a sweep, whose workers already use every core) runs half of them
+/// on a second thread.
+std::vector<MemoryReplay> replay_stages(const Schedule& schedule, const StepTimeline& timeline,
+                                        const std::vector<hwmodels::MemoryModel>& devices) {
+  std::vector<MemoryReplay> out(devices.size());
+  auto replay_stage = [&](size_t s) {
+    ReplayOptions replay;
+    replay.allocator.limit_bytes = static_cast<uint64_t>(devices[s].allocator_limit_bytes());
+    for (const hwmodels::MemoryReservation& w : devices[s].workspaces) {
+      replay.workspaces.push_back(w.bytes);
+    }
+    out[s] = replay_memory(schedule, timeline, schedule.buffer_ranks[s], replay);
+  };
+  const bool second_thread = schedule.scope == strategies::Scope::kEveryRank &&
+                             devices.size() > 1 && std::thread::hardware_concurrency() > 1;
+  if (!second_thread) {
+    for (size_t s = 0; s < devices.size(); ++s) replay_stage(s);
+    return out;
+  }
+  std::thread odd([&] {
+    for (size_t s = 1; s < devices.size(); s += 2) replay_stage(s);
+  });
+  for (size_t s = 0; s < devices.size(); s += 2) replay_stage(s);
+  odd.join();
+  return out;
+}
+
 /// GPUs of each switched NVLink domain a job of `gpus` uses: a job that spans
 /// several domains and does not fill them whole is placed in equal segments
 /// of whole nodes, one per domain -- the largest that divides the job -- as
@@ -423,18 +453,18 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   report.memory_capacity_bytes = spec.cluster.gpu.hbm_capacity_bytes;
   report.memory_counter =
       spec.software.memory_counter == MemoryCounter::kAllocated ? "allocated" : "reserved";
+  std::vector<hwmodels::MemoryModel> devices;
   for (int64_t s = 0; s < stages; ++s) {
     const size_t r = schedule.buffer_ranks[static_cast<size_t>(s)];
     hwmodels::MemoryReservationParams reservations;
     reservations.nccl_communicators =
         nccl_communicators(job, schedule.layout, schedule.ranks[r], cluster, collectives);
-    const hwmodels::MemoryModel device = hwmodels::memory_model(spec.cluster.gpu, reservations);
-    ReplayOptions replay;
-    replay.allocator.limit_bytes = static_cast<uint64_t>(device.allocator_limit_bytes());
-    for (const hwmodels::MemoryReservation& w : device.workspaces) {
-      replay.workspaces.push_back(w.bytes);
-    }
-    const MemoryReplay held = replay_memory(schedule, timeline, r, replay);
+    devices.push_back(hwmodels::memory_model(spec.cluster.gpu, reservations));
+  }
+  const std::vector<MemoryReplay> replays = replay_stages(schedule, timeline, devices);
+  for (int64_t s = 0; s < stages; ++s) {
+    const hwmodels::MemoryModel& device = devices[static_cast<size_t>(s)];
+    const MemoryReplay& held = replays[static_cast<size_t>(s)];
     using strategies::MemoryKind;
     auto at_peak = [&](MemoryKind k) { return held.at_peak[static_cast<size_t>(k)]; };
     StageMemory m;
