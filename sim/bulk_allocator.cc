@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#if defined(__linux__)
+#if PODSIM_BULK_MAPPINGS
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -11,7 +11,7 @@
 namespace podsim::sim {
 namespace {
 
-#if defined(__linux__)
+#if PODSIM_BULK_MAPPINGS
 constexpr size_t kSmallPageBytes = 4096;
 
 size_t round_up(size_t bytes, size_t unit) { return (bytes + unit - 1) / unit * unit; }
@@ -22,7 +22,7 @@ size_t mapped_bytes(size_t bytes) { return round_up(bytes, kSmallPageBytes); }
 }  // namespace
 
 void* allocate_bulk(size_t bytes) {
-#if defined(__linux__)
+#if PODSIM_BULK_MAPPINGS
   if (bytes >= kBulkBytes) {
     // Over-map by a huge page, then unmap the head and tail around the
     // aligned start.
@@ -49,9 +49,9 @@ void* allocate_bulk(size_t bytes) {
   return p;
 }
 
-void free_bulk(void* p, size_t bytes) noexcept {
+void free_bulk(void* p, [[maybe_unused]] size_t bytes) noexcept {
   if (p == nullptr) return;
-#if defined(__linux__)
+#if PODSIM_BULK_MAPPINGS
   if (bytes >= kBulkBytes) {
     munmap(p, mapped_bytes(bytes));
     return;
@@ -61,7 +61,7 @@ void free_bulk(void* p, size_t bytes) noexcept {
 }
 
 void release_pages(void* begin, void* end) noexcept {
-#if defined(__linux__)
+#if PODSIM_BULK_MAPPINGS
   const auto first = round_up(reinterpret_cast<uintptr_t>(begin), kSmallPageBytes);
   const auto last = reinterpret_cast<uintptr_t>(end) / kSmallPageBytes * kSmallPageBytes;
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);

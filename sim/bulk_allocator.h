@@ -18,6 +18,16 @@ namespace podsim::sim {
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kBulkBytes = kHugePageBytes;
 
+// Under AddressSanitizer every array stays on the heap, where it checks
+// accesses past the end.
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+#define PODSIM_BULK_MAPPINGS 1
+#else
+#define PODSIM_BULK_MAPPINGS 0
+#endif
+/// Whether bulk arrays get mappings of their own (else the heap).
+inline constexpr bool kBulkMappings = PODSIM_BULK_MAPPINGS;
+
 void* allocate_bulk(size_t bytes);
 void free_bulk(void* p, size_t bytes) noexcept;
 

@@ -14,7 +14,7 @@ namespace {
 
 // The line of the mapping that holds `p` in /proc/self/smaps that starts
 // with `key` ("VmFlags:", "Rss:"), or "".
-std::string smaps_line(const void* p, const std::string& key) {
+[[maybe_unused]] std::string smaps_line(const void* p, const std::string& key) {
   std::ifstream smaps("/proc/self/smaps");
   const auto address = reinterpret_cast<uintptr_t>(p);
   std::string line;
@@ -33,10 +33,10 @@ std::string smaps_line(const void* p, const std::string& key) {
   return "";
 }
 
-std::string vm_flags_of(const void* p) { return smaps_line(p, "VmFlags:"); }
+[[maybe_unused]] std::string vm_flags_of(const void* p) { return smaps_line(p, "VmFlags:"); }
 
 // The mapping's resident memory in KiB.
-long rss_kib_of(const void* p) {
+[[maybe_unused]] long rss_kib_of(const void* p) {
   std::istringstream line(smaps_line(p, "Rss:"));
   std::string key;
   long kib = -1;
@@ -45,6 +45,7 @@ long rss_kib_of(const void* p) {
 }
 
 TEST(BulkAllocator, LargeArraysStartOnAHugePageAndSmallOnesComeFromTheHeap) {
+  if (!kBulkMappings) GTEST_SKIP() << "bulk arrays stay on the heap in this build";
   BulkAllocator<double> allocator;
   const size_t large = kBulkBytes / sizeof(double) + 3;
   double* big = allocator.allocate(large);
@@ -61,8 +62,8 @@ TEST(BulkAllocator, LargeArraysStartOnAHugePageAndSmallOnesComeFromTheHeap) {
 }
 
 TEST(BulkAllocator, LargeArraysAreAdvisedAsHugePagesWhereTheKernelHasThem) {
-#if !defined(__linux__)
-  GTEST_SKIP() << "huge-page advice is Linux's";
+#if !PODSIM_BULK_MAPPINGS
+  GTEST_SKIP() << "bulk arrays stay on the heap in this build";
 #else
   if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled")) {
     GTEST_SKIP() << "this kernel has no transparent huge pages";
@@ -92,8 +93,8 @@ TEST(BulkVector, KeepsItsElementsAcrossGrowthPastTheBulkSizeAndBack) {
 }
 
 TEST(BulkVector, ReleasingUnusedCapacityFreesThePagesPastTheEndInPlace) {
-#if !defined(__linux__)
-  GTEST_SKIP() << "page release is Linux's";
+#if !PODSIM_BULK_MAPPINGS
+  GTEST_SKIP() << "bulk arrays stay on the heap in this build";
 #else
   BulkVector<uint8_t> v(4 * kBulkBytes, 1);
   const uint8_t* data = v.data();
