@@ -25,8 +25,6 @@ inline constexpr size_t kBulkBytes = kHugePageBytes;
 #else
 #define PODSIM_BULK_MAPPINGS 0
 #endif
-/// Whether bulk arrays get mappings of their own (else the heap).
-inline constexpr bool kBulkMappings = PODSIM_BULK_MAPPINGS;
 
 void* allocate_bulk(size_t bytes);
 void free_bulk(void* p, size_t bytes) noexcept;

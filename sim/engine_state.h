@@ -77,7 +77,7 @@ struct Engine::State {
   // Run-time: holds by the activity that begins / ends them (CSR), hold
   // state (0 waiting, 1 held, 2 over), each pool's held share, rate and
   // running work (activities); per pool work its full-rate ps left at
-  // work_update, its live completion seq and its start.
+  // work_update and its live completion seq.
   BulkVector<uint32_t> from_begin, from_list, until_begin, until_list;
   BulkVector<uint8_t> hold_state;
   std::vector<double> pool_held, pool_rate;
