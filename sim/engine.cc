@@ -12,9 +12,9 @@ using engine_detail::kNone;
 using engine_detail::precondition_failed;
 
 void Engine::State::check_activity(ActivityId id, const char* where) const {
-  if (id.index >= kind.size()) [[unlikely]] {
+  if (id.index >= activity_count()) [[unlikely]] {
     precondition_failed(std::string(where) + ": unknown activity id " + std::to_string(id.index) +
-                        " (this engine has " + std::to_string(kind.size()) + " activities)");
+                        " (this engine has " + std::to_string(activity_count()) + " activities)");
   }
 }
 
@@ -30,14 +30,16 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
     precondition_failed("unknown stream id " + std::to_string(s.index) + " (this engine has " +
                         std::to_string(stream_last.size()) + " streams)");
   }
-  if (kind.size() >= kNone - 1) [[unlikely]]
+  if (activity_count() >= kNone - 1) [[unlikely]]
     precondition_failed("more than 2^32-2 activities");
-  const auto a = static_cast<uint32_t>(kind.size());
-  kind.push_back(k);
-  tag.push_back(t);
-  param.push_back(p);
-  pending.push_back(0);
-  work_of.push_back(kNone);
+  const auto a = static_cast<uint32_t>(activity_count());
+  // The new activity takes the sentinel's place; a new sentinel follows.
+  ActivityRecord& record = records.back();
+  record.param = p;
+  record.tag = t;
+  record.index = kNone;
+  record.kind_bits = static_cast<uint32_t>(k) & 3u;
+  records.emplace_back();
   if (s != kNoStream) {
     on_stream.emplace_back(a, s.index);
     // In-order stream: an implicit dependency on the previous activity there.
@@ -45,11 +47,20 @@ uint32_t Engine::State::add_activity(ActivityKind k, int64_t p, StreamId s, uint
     if (previous != kNone) {
       edge_from.push_back(previous);
       edge_to.push_back(a);
-      ++pending[a];
+      add_pending(a);
     }
     stream_last[s.index] = a;
   }
   return a;
+}
+
+void Engine::State::add_pending(uint32_t a) {
+  ActivityRecord& record = records[a];
+  if (record.pending == ActivityRecord::kMaxPending) [[unlikely]] {
+    precondition_failed("activity " + std::to_string(a) + " has more than " +
+                        std::to_string(ActivityRecord::kMaxPending) + " dependencies");
+  }
+  ++record.pending;
 }
 
 Engine::Engine() : state_(std::make_unique<State>()) {}
@@ -95,7 +106,7 @@ ActivityId Engine::add_pool_work(Time duration, PoolId pool, StreamId stream, ui
     precondition_failed("add_pool_work: unknown pool id " + std::to_string(pool.index));
   }
   const ActivityId a = add_delay(duration, stream, tag);
-  s.work_of[a.index] = static_cast<uint32_t>(s.work_pool.size());
+  s.records[a.index].index = static_cast<uint32_t>(s.work_pool.size());
   s.work_pool.push_back(pool.index);
   return a;
 }
@@ -152,10 +163,10 @@ ActivityId Engine::add_flow(double bytes, std::span<const PathHop> path, Time la
     }
   }
   const uint32_t flow = s.net.add_flow(path, cap);
-  const uint32_t a = s.add_activity(ActivityKind::kFlow, flow, stream, tag);
-  s.flow_activity.push_back(a);
-  s.flow_bytes.push_back(bytes);
-  s.flow_latency.push_back(latency.ps());
+  const uint32_t a = s.add_activity(ActivityKind::kFlow, latency.ps(), stream, tag);
+  s.records[a].index = flow;
+  s.records[a].moves_bytes = bytes > 0.0 ? 1 : 0;
+  s.flows.push_back(FlowRecord{.bytes = bytes, .activity = a});
   return ActivityId{a};
 }
 
@@ -173,7 +184,7 @@ void Engine::add_dependency(ActivityId before, ActivityId after) {
   }
   s.edge_from.push_back(before.index);
   s.edge_to.push_back(after.index);
-  ++s.pending[after.index];
+  s.add_pending(after.index);
 }
 
 void Engine::set_name(ActivityId activity, std::string name) {
@@ -184,11 +195,7 @@ void Engine::set_name(ActivityId activity, std::string name) {
 
 void Engine::reserve(size_t activities, size_t dependencies) {
   State& s = State::of(state_);
-  s.kind.reserve(activities);
-  s.tag.reserve(activities);
-  s.param.reserve(activities);
-  s.pending.reserve(activities);
-  s.work_of.reserve(activities);
+  s.records.reserve(activities + 1);  // and the sentinel
   s.edge_from.reserve(dependencies);
   s.edge_to.reserve(dependencies);
 }
@@ -200,7 +207,7 @@ Time Engine::start_time(ActivityId activity) const {
   const uint32_t a = activity.index;
   // A join starts as it finishes; anything else that never started reads as
   // Time::max().
-  if (s.kind[a] == ActivityKind::kJoin) return Time::from_ps(s.finish[a]);
+  if (s.kind_of(a) == ActivityKind::kJoin) return Time::from_ps(s.finish[a]);
   return Time::from_ps(s.start[a]);
 }
 
@@ -213,16 +220,16 @@ Time Engine::finish_time(ActivityId activity) const {
 ActivityKind Engine::kind(ActivityId activity) const {
   const State& s = State::of(state_);
   s.check_activity(activity, "kind");
-  return s.kind[activity.index];
+  return s.kind_of(activity.index);
 }
 
 uint32_t Engine::tag(ActivityId activity) const {
   const State& s = State::of(state_);
   s.check_activity(activity, "tag");
-  return s.tag[activity.index];
+  return s.tag_of(activity.index);
 }
 
-size_t Engine::activity_count() const { return State::of(state_).kind.size(); }
+size_t Engine::activity_count() const { return State::of(state_).activity_count(); }
 size_t Engine::link_count() const { return State::of(state_).links; }
 
 }  // namespace podsim::sim

@@ -64,15 +64,33 @@ const char* kind_name(ActivityKind kind) {
 
 }  // namespace
 
+namespace {
+
+// Counting sort of the items 0..keys.size()-1 by key into `list`, the
+// offsets into the records' `begin` member (a sentinel record ends the
+// last): each key's items keep their order. Placing them from the last
+// backwards at each key's end leaves that end at the key's begin, so no
+// second cursor array is needed.
+void index_by_key(const BulkVector<uint32_t>& keys, const BulkVector<uint32_t>* values,
+                  BulkVector<ActivityRecord>& records, uint32_t ActivityRecord::*begin,
+                  BulkVector<uint32_t>& list) {
+  for (ActivityRecord& r : records) r.*begin = 0;
+  for (const uint32_t k : keys) ++(records[k].*begin);
+  uint32_t end = 0;
+  for (ActivityRecord& r : records) {
+    end += r.*begin;
+    r.*begin = end;
+  }
+  list.resize(keys.size());
+  for (size_t i = keys.size(); i-- > 0;) {
+    list[--(records[keys[i]].*begin)] = values ? (*values)[i] : static_cast<uint32_t>(i);
+  }
+}
+
+}  // namespace
+
 void Engine::State::build_successors() {
-  // Counting sort of the edges by source: successors keep insertion order.
-  const size_t n = kind.size();
-  succ_begin.assign(n + 1, 0);
-  for (const uint32_t from : edge_from) ++succ_begin[from + 1];
-  for (size_t i = 0; i < n; ++i) succ_begin[i + 1] += succ_begin[i];
-  succ.resize(edge_from.size());
-  BulkVector<uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
-  for (size_t e = 0; e < edge_from.size(); ++e) succ[fill[edge_from[e]]++] = edge_to[e];
+  index_by_key(edge_from, &edge_to, records, &ActivityRecord::succ_begin, succ);
   edge_from = {};
   edge_to = {};
 }
@@ -80,68 +98,50 @@ void Engine::State::build_successors() {
 void Engine::State::release_build_slack() {
   // Arrays grown by doubling, or reserved from an estimate, hold slack through
   // the run: give its memory back before the run's own arrays are allocated.
-  for (auto* v : {&tag, &pending, &work_of, &work_pool, &hold_from, &hold_until, &hold_pool_begin,
-                  &hold_pools, &flow_activity}) {
+  for (auto* v : {&work_pool, &hold_from, &hold_until, &hold_pool_begin, &hold_pools}) {
     release_unused_capacity(*v);
   }
-  release_unused_capacity(kind);
+  release_unused_capacity(records);
   release_unused_capacity(on_stream);
-  release_unused_capacity(param);
-  release_unused_capacity(flow_bytes);
-  release_unused_capacity(flow_latency);
+  release_unused_capacity(flows);
   release_unused_capacity(hold_share);
   net.release_unused_capacity();
 }
 
 void Engine::State::release_run_state() {
   // After the run, queries read only kind, tag, start and finish: free the
-  // rest.
+  // rest, then keep kind and tag as arrays in place of the records.
   on_stream = {};
-  param = {};
-  work_of = {};
-  pending = {};
-  succ_begin = {};
   succ = {};
   stream_last = {};
   net = FlowNetwork{};
-  flow_activity = {};
-  flow_bytes = {};
-  flow_latency = {};
-  remaining = {};
-  last_update = {};
-  done_seq = {};
+  flows = {};
   work_pool = {};
+  works = {};
   hold_pool_begin = {};
   hold_pools = {};
   hold_share = {};
-  from_begin = {};
   from_list = {};
-  until_begin = {};
   until_list = {};
   hold_state = {};
   pool_held = {};
   pool_rate = {};
   pool_running = {};
-  work_left = {};
-  work_update = {};
-  work_seq = {};
   queue = EventQueue{};
+  const size_t n = activity_count();
+  kind.resize(n);
+  tag.resize(n);
+  for (size_t a = 0; a < n; ++a) {
+    kind[a] = records[a].kind();
+    tag[a] = records[a].tag;
+  }
+  records = {};
 }
 
 void Engine::State::build_holds() {
-  // Counting sort of the holds by the activity that begins / ends them.
-  const size_t n = kind.size();
-  auto index = [n](const BulkVector<uint32_t>& key, BulkVector<uint32_t>& begin,
-                   BulkVector<uint32_t>& list) {
-    begin.assign(n + 1, 0);
-    for (const uint32_t k : key) ++begin[k + 1];
-    for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
-    list.resize(key.size());
-    BulkVector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (uint32_t h = 0; h < key.size(); ++h) list[fill[key[h]]++] = h;
-  };
-  index(hold_from, from_begin, from_list);
-  index(hold_until, until_begin, until_list);
+  // The holds by the activity that begins / ends them.
+  index_by_key(hold_from, nullptr, records, &ActivityRecord::from_begin, from_list);
+  index_by_key(hold_until, nullptr, records, &ActivityRecord::until_begin, until_list);
   has_holds = !hold_from.empty();
   hold_state.assign(hold_from.size(), 0);
   // The run reaches holds through the indexes only.
@@ -150,20 +150,17 @@ void Engine::State::build_holds() {
   pool_held.assign(pools, 0.0);
   pool_rate.assign(pools, 1.0);
   pool_running.assign(pools, {});
-  const size_t works = work_pool.size();
-  work_left.assign(works, 0.0);
-  work_update.assign(works, 0);
-  work_seq.assign(works, kNoEvent);
+  works.assign(work_pool.size(), WorkRecord{.seq = kNoEvent});
 }
 
 void Engine::State::schedule_work(uint32_t a) {
   // Full-rate picoseconds left over the pool's rate, rounded up to a tick
   // only past kDoneRel (as flows are).
-  const uint32_t w = work_of[a];
-  const double rate = pool_rate[work_pool[w]];
-  const double ticks = std::ceil(work_left[w] / rate * (1.0 - kDoneRel));
+  WorkRecord& work = works[records[a].index];
+  const double rate = pool_rate[work_pool[records[a].index]];
+  const double ticks = std::ceil(work.left / rate * (1.0 - kDoneRel));
   const int64_t span = ticks >= 9.2e18 ? kNever : static_cast<int64_t>(std::max(0.0, ticks));
-  work_seq[w] = queue.push(Time::from_ps(saturating_add(now, span)), a, kWorkDone);
+  work.seq = queue.push(Time::from_ps(saturating_add(now, span)), a, kWorkDone);
 }
 
 void Engine::State::set_pool_share(uint32_t pool, double delta) {
@@ -171,10 +168,10 @@ void Engine::State::set_pool_share(uint32_t pool, double delta) {
   const double rate = std::max(kMinPoolRate, 1.0 - pool_held[pool]);
   if (rate == pool_rate[pool]) return;
   for (const uint32_t a : pool_running[pool]) {
-    const uint32_t w = work_of[a];
-    work_left[w] -= static_cast<double>(now - work_update[w]) * pool_rate[pool];
-    work_left[w] = std::max(0.0, work_left[w]);
-    work_update[w] = now;
+    WorkRecord& work = works[records[a].index];
+    work.left -= static_cast<double>(now - work.update) * pool_rate[pool];
+    work.left = std::max(0.0, work.left);
+    work.update = now;
     ++stale;  // its completion event is superseded
   }
   pool_rate[pool] = rate;
@@ -189,29 +186,30 @@ void Engine::State::set_hold_share(uint32_t hold, double sign) {
 
 void Engine::State::start_activity(uint32_t a) {
   start[a] = now;
-  switch (kind[a]) {
+  const ActivityRecord& record = records[a];
+  switch (record.kind()) {
     case ActivityKind::kDelay:
-      if (const uint32_t w = work_of[a]; w != kNone) {
-        work_left[w] = static_cast<double>(param[a]);
-        work_update[w] = now;
-        pool_running[work_pool[w]].push_back(a);
+      if (record.index != kNone) {
+        WorkRecord& work = works[record.index];
+        work.left = static_cast<double>(record.param);
+        work.update = now;
+        pool_running[work_pool[record.index]].push_back(a);
         schedule_work(a);
       } else {
-        queue.push(Time::from_ps(saturating_add(now, param[a])), a, kFinish);
+        queue.push(Time::from_ps(saturating_add(now, record.param)), a, kFinish);
       }
       break;
     case ActivityKind::kJoin:
       queue.push(Time::from_ps(now), a, kFinish);
       break;
     case ActivityKind::kFlow: {
-      const auto flow = static_cast<uint32_t>(param[a]);
-      const Time at = Time::from_ps(saturating_add(now, flow_latency[flow]));
-      queue.push(at, a, flow_bytes[flow] > 0.0 ? kFlowActivate : kFinish);
+      const Time at = Time::from_ps(saturating_add(now, record.param));
+      queue.push(at, a, record.moves_bytes ? kFlowActivate : kFinish);
       break;
     }
   }
   if (!has_holds) return;
-  for (uint32_t i = from_begin[a]; i < from_begin[a + 1]; ++i) {
+  for (uint32_t i = record.from_begin; i < records[a + 1].from_begin; ++i) {
     const uint32_t h = from_list[i];
     if (hold_state[h] != 0) continue;  // its `until` already finished
     hold_state[h] = 1;
@@ -224,37 +222,37 @@ void Engine::State::finish_activity(uint32_t a, RunResult& result) {
   if (result.end.ps() < now) result.end = Time::from_ps(now);
   if (has_holds) {
     // Holds end before successors start: they see the freed pool.
-    for (uint32_t i = until_begin[a]; i < until_begin[a + 1]; ++i) {
+    for (uint32_t i = records[a].until_begin; i < records[a + 1].until_begin; ++i) {
       const uint32_t h = until_list[i];
       if (hold_state[h] == 1) set_hold_share(h, -1.0);
       hold_state[h] = 2;
     }
   }
-  for (uint32_t e = succ_begin[a]; e < succ_begin[a + 1]; ++e) {
+  for (uint32_t e = records[a].succ_begin; e < records[a + 1].succ_begin; ++e) {
     const uint32_t next = succ[e];
-    if (--pending[next] == 0) start_activity(next);
+    if (--records[next].pending == 0) start_activity(next);
   }
 }
 
 void Engine::State::apply_rates(std::span<const FlowNetwork::RateChange> changes) {
   for (const FlowNetwork::RateChange& change : changes) {
-    const uint32_t flow = change.flow;
-    const double rate = net.rate(flow);
+    FlowRecord& flow = flows[change.flow];
+    const double rate = net.rate(change.flow);
     // Bytes moved at the old rate since the last change; then a fresh
     // completion event at the new rate (the old one, if any, goes stale).
-    const auto elapsed_ps = static_cast<double>(now - last_update[flow]);
-    remaining[flow] -= change.old_rate * elapsed_ps / kPsPerSecond;
-    last_update[flow] = now;
-    if (done_seq[flow] != kNoEvent) ++stale;
-    const uint32_t a = flow_activity[flow];
-    if (remaining[flow] <= kDoneRel * flow_bytes[flow]) {
-      done_seq[flow] = queue.push(Time::from_ps(now), a, kFlowDone);
+    const auto elapsed_ps = static_cast<double>(now - flow.last_update);
+    flow.remaining -= change.old_rate * elapsed_ps / kPsPerSecond;
+    flow.last_update = now;
+    if (flow.done_seq != kNoEvent) ++stale;
+    const uint32_t a = flow.activity;
+    if (flow.remaining <= kDoneRel * flow.bytes) {
+      flow.done_seq = queue.push(Time::from_ps(now), a, kFlowDone);
     } else if (rate > 0.0) {
-      const double ticks = std::ceil(remaining[flow] * kPsPerSecond / rate * (1.0 - kDoneRel));
+      const double ticks = std::ceil(flow.remaining * kPsPerSecond / rate * (1.0 - kDoneRel));
       const int64_t span = ticks >= 9.2e18 ? kNever : static_cast<int64_t>(ticks);
-      done_seq[flow] = queue.push(Time::from_ps(saturating_add(now, span)), a, kFlowDone);
+      flow.done_seq = queue.push(Time::from_ps(saturating_add(now, span)), a, kFlowDone);
     } else {
-      done_seq[flow] = kNoEvent;  // cannot happen with capacities > 0; reported as deadlock
+      flow.done_seq = kNoEvent;  // cannot happen with capacities > 0; reported as deadlock
     }
   }
   if (stale >= kMinStaleToCompact && stale > queue.size() / 2) compact_queue();
@@ -262,9 +260,9 @@ void Engine::State::apply_rates(std::span<const FlowNetwork::RateChange> changes
 
 void Engine::State::compact_queue() {
   queue.retain_if([this](const Event& event) {
-    if (event.kind == kWorkDone) return work_seq[work_of[event.target]] == event.seq;
+    if (event.kind == kWorkDone) return works[records[event.target].index].seq == event.seq;
     if (event.kind != kFlowDone) return true;
-    return done_seq[param[event.target]] == event.seq;
+    return flows[records[event.target].index].done_seq == event.seq;
   });
   stale = 0;
 }
@@ -275,20 +273,17 @@ RunResult Engine::run() {
   s.ran = true;
   RunResult result;
   result.end = Time::zero();
-  const size_t n = s.kind.size();
+  const size_t n = s.activity_count();
   s.release_build_slack();
   s.build_successors();
   s.start.assign(n, kNever);
   s.finish.assign(n, kNever);
-  const size_t flows = s.flow_bytes.size();
-  s.remaining.assign(flows, 0.0);
-  s.last_update.assign(flows, 0);
-  s.done_seq.assign(flows, kNoEvent);
+  for (FlowRecord& flow : s.flows) flow.done_seq = kNoEvent;
   if (s.pools > 0) s.build_holds();
 
   s.now = 0;
   for (uint32_t a = 0; a < n; ++a) {
-    if (s.pending[a] == 0) s.start_activity(a);
+    if (s.records[a].pending == 0) s.start_activity(a);
   }
   uint64_t hash = 0x9e3779b97f4a7c15ULL;
   uint64_t events = 0;
@@ -303,18 +298,19 @@ RunResult Engine::run() {
     const Event event = s.queue.pop();
     const uint32_t a = event.target;
     if (event.kind == kFlowDone) {
-      const auto flow = static_cast<uint32_t>(s.param[a]);
-      if (s.done_seq[flow] != event.seq) {
+      FlowRecord& flow = s.flows[s.records[a].index];
+      if (flow.done_seq != event.seq) {
         --s.stale;
         continue;
       }
-      s.done_seq[flow] = kNoEvent;
+      flow.done_seq = kNoEvent;
     } else if (event.kind == kWorkDone) {
-      if (s.work_seq[s.work_of[a]] != event.seq) {
+      WorkRecord& work = s.works[s.records[a].index];
+      if (work.seq != event.seq) {
         --s.stale;
         continue;
       }
-      s.work_seq[s.work_of[a]] = kNoEvent;
+      work.seq = kNoEvent;
     }
     if (event.time_ps == kNever) {
       // Saturated: this activity would end past what the clock can hold.
@@ -331,21 +327,22 @@ RunResult Engine::run() {
         s.finish_activity(a, result);
         break;
       case kFlowActivate: {
-        const auto flow = static_cast<uint32_t>(s.param[a]);
-        s.remaining[flow] = s.flow_bytes[flow];
-        s.last_update[flow] = s.now;
-        s.net.activate(flow);
+        const uint32_t index = s.records[a].index;
+        FlowRecord& flow = s.flows[index];
+        flow.remaining = flow.bytes;
+        flow.last_update = s.now;
+        s.net.activate(index);
         break;
       }
       case kFlowDone: {
-        const auto flow = static_cast<uint32_t>(s.param[a]);
-        s.remaining[flow] = 0.0;
-        s.net.deactivate(flow);
+        const uint32_t index = s.records[a].index;
+        s.flows[index].remaining = 0.0;
+        s.net.deactivate(index);
         s.finish_activity(a, result);
         break;
       }
       case kWorkDone: {
-        std::vector<uint32_t>& running = s.pool_running[s.work_pool[s.work_of[a]]];
+        std::vector<uint32_t>& running = s.pool_running[s.work_pool[s.records[a].index]];
         running.erase(std::find(running.begin(), running.end(), a));
         s.finish_activity(a, result);
         break;
@@ -376,9 +373,9 @@ std::string Engine::State::describe(uint32_t a) const {
     }
   }
   text += "(";
-  text += kind_name(kind[a]);
+  text += kind_name(kind_of(a));
   text += " #" + std::to_string(a);
-  if (tag[a] != 0) text += ", tag " + std::to_string(tag[a]);
+  if (tag_of(a) != 0) text += ", tag " + std::to_string(tag_of(a));
   const auto on = std::lower_bound(on_stream.begin(), on_stream.end(), std::pair{a, 0u});
   if (on != on_stream.end() && on->first == a) text += ", stream " + std::to_string(on->second);
   text += ")";
@@ -389,13 +386,13 @@ void Engine::State::report_deadlock(RunResult& result) const {
   constexpr size_t kMaxListed = 50;
   constexpr size_t kMaxWaits = 8;
   const size_t listed = std::min(result.deadlocked.size(), kMaxListed);
-  std::vector<uint32_t> slot(kind.size(), kNone);  // activity -> line in the report
+  std::vector<uint32_t> slot(activity_count(), kNone);  // activity -> line in the report
   for (size_t i = 0; i < listed; ++i) slot[result.deadlocked[i].index] = static_cast<uint32_t>(i);
   // Unfinished predecessors of the listed activities, from the successor CSR.
   std::vector<std::vector<uint32_t>> waits(listed);
-  for (uint32_t from = 0; from < kind.size(); ++from) {
+  for (uint32_t from = 0; from < activity_count(); ++from) {
     if (finish[from] != kNever) continue;
-    for (uint32_t e = succ_begin[from]; e < succ_begin[from + 1]; ++e) {
+    for (uint32_t e = records[from].succ_begin; e < records[from + 1].succ_begin; ++e) {
       const uint32_t line = slot[succ[e]];
       if (line != kNone) waits[line].push_back(from);
     }
@@ -407,7 +404,7 @@ void Engine::State::report_deadlock(RunResult& result) const {
   for (size_t i = 0; i < listed; ++i) {
     const uint32_t a = result.deadlocked[i].index;
     out += "  " + describe(a);
-    if (kind[a] == ActivityKind::kFlow && start[a] != kNever) {
+    if (kind_of(a) == ActivityKind::kFlow && start[a] != kNever) {
       out += " started but never finished";  // a flow left with no rate
     } else if (!waits[i].empty()) {
       std::vector<uint32_t>& w = waits[i];
