@@ -51,13 +51,6 @@ uint32_t FlowNetwork::add_flow(std::span<const PathHop> path, double max_rate_by
   }
   hop_begin_.push_back(static_cast<uint32_t>(hops_.size()));
   cap_.push_back(max_rate_bytes_per_s);
-  rate_.push_back(0.0);
-  bottleneck_.push_back(kByCap);
-  active_.push_back(0);
-  flow_mark_.push_back(0);
-  state_.push_back(State::kFrozen);
-  new_rate_.push_back(0.0);
-  new_bottleneck_.push_back(kByCap);
   return index;
 }
 
@@ -65,19 +58,19 @@ void FlowNetwork::release_unused_capacity() {
   sim::release_unused_capacity(hops_);
   sim::release_unused_capacity(hop_begin_);
   sim::release_unused_capacity(cap_);
-  sim::release_unused_capacity(rate_);
-  sim::release_unused_capacity(bottleneck_);
-  sim::release_unused_capacity(active_);
-  sim::release_unused_capacity(flow_mark_);
-  sim::release_unused_capacity(state_);
-  sim::release_unused_capacity(new_rate_);
-  sim::release_unused_capacity(new_bottleneck_);
+}
+
+FlowNetwork::FlowState& FlowNetwork::state_of(uint32_t flow) {
+  // The first join sizes the state of every flow declared so far, at once.
+  if (flow >= flows_.size()) flows_.resize(cap_.size());
+  return flows_[flow];
 }
 
 void FlowNetwork::activate(uint32_t flow) {
-  if (active_[flow]) internal_error("activate: flow already active");
-  active_[flow] = 1;
-  rate_[flow] = 0.0;
+  FlowState& f = state_of(flow);
+  if (f.active) internal_error("activate: flow already active");
+  f.active = true;
+  f.rate = 0.0;
   for (uint32_t h = hop_begin_[flow]; h < hop_begin_[flow + 1]; ++h) {
     const uint32_t link = hops_[h].link;
     std::vector<Slot>& slots = link_flows_[link];
@@ -89,9 +82,9 @@ void FlowNetwork::activate(uint32_t flow) {
 }
 
 void FlowNetwork::deactivate(uint32_t flow) {
-  if (!active_[flow]) internal_error("deactivate: flow not active");
-  active_[flow] = 0;
-  rate_[flow] = 0.0;
+  if (flow >= flows_.size() || !flows_[flow].active) internal_error("deactivate: flow not active");
+  flows_[flow].active = false;
+  flows_[flow].rate = 0.0;
   for (uint32_t h = hop_begin_[flow]; h < hop_begin_[flow + 1]; ++h) {
     const uint32_t link = hops_[h].link;
     std::vector<Slot>& slots = link_flows_[link];
@@ -126,9 +119,9 @@ void FlowNetwork::push_stop(double level, uint32_t flow, bool predicted) {
 
 void FlowNetwork::enter_rising(uint32_t flow) {
   // A flow that just joined: it rises from zero like any unfrozen flow.
-  flow_mark_[flow] = epoch_;
+  flows_[flow].mark = epoch_;
   fill_.push_back(flow);
-  state_[flow] = State::kRising;
+  flows_[flow].state = State::kRising;
   ++unfrozen_;
   if (cap_[flow] > 0.0) push_stop(cap_[flow], flow, false);
 }
@@ -138,16 +131,17 @@ void FlowNetwork::enter_held(uint32_t flow, double level) {
   // it did before (nothing it depends on had changed): if its old rate is
   // below, it is frozen there; otherwise it is still rising, predicted to
   // stop at its old rate.
-  flow_mark_[flow] = epoch_;
+  FlowState& f = flows_[flow];
+  f.mark = epoch_;
   fill_.push_back(flow);
-  const double old = rate_[flow];
+  const double old = f.rate;
   if (old < level * (1.0 - kCheckRel)) {
-    state_[flow] = State::kFrozen;
-    new_rate_[flow] = old;
-    new_bottleneck_[flow] = bottleneck_[flow];
+    f.state = State::kFrozen;
+    f.new_rate = old;
+    f.new_bottleneck = f.bottleneck;
     return;
   }
-  state_[flow] = State::kPredicted;
+  f.state = State::kPredicted;
   ++unfrozen_;
   push_stop(old, flow, true);
   if (cap_[flow] > 0.0) push_stop(cap_[flow], flow, false);
@@ -161,9 +155,10 @@ void FlowNetwork::open_link(uint32_t link, double level) {
   double residual = capacity_[link];
   uint64_t weight = 0;
   for (const Slot& slot : link_flows_[link]) {
-    if (flow_mark_[slot.flow] != epoch_) enter_held(slot.flow, level);
-    if (state_[slot.flow] == State::kFrozen) {
-      residual -= static_cast<double>(slot.multiplicity) * new_rate_[slot.flow];
+    if (flows_[slot.flow].mark != epoch_) enter_held(slot.flow, level);
+    const FlowState& f = flows_[slot.flow];
+    if (f.state == State::kFrozen) {
+      residual -= static_cast<double>(slot.multiplicity) * f.new_rate;
     } else {
       weight += slot.multiplicity;
     }
@@ -182,10 +177,11 @@ void FlowNetwork::open_links_of(uint32_t flow, double level) {
 }
 
 void FlowNetwork::freeze(uint32_t flow, double rate, uint32_t bottleneck) {
-  state_[flow] = State::kFrozen;
+  FlowState& f = flows_[flow];
+  f.state = State::kFrozen;
   --unfrozen_;
-  new_rate_[flow] = rate;
-  new_bottleneck_[flow] = bottleneck;
+  f.new_rate = rate;
+  f.new_bottleneck = bottleneck;
   for (uint32_t h = hop_begin_[flow]; h < hop_begin_[flow + 1]; ++h) {
     const Hop& hop = hops_[h];
     if (link_mark_[hop.link] != epoch_) continue;  // not open: it fills as before
@@ -210,7 +206,7 @@ bool FlowNetwork::saturated_link_of(uint32_t flow, double level, uint32_t& link)
       return true;
     }
   }
-  const uint32_t old = bottleneck_[flow];
+  const uint32_t old = flows_[flow].bottleneck;
   if (old != kByCap && link_mark_[old] != epoch_) {
     link = old;
     return true;
@@ -258,7 +254,7 @@ void FlowNetwork::fill() {
     }
     while (!stops_.empty()) {
       const StopEntry& top = stops_.front();
-      const State state = state_[top.flow];
+      const State state = flows_[top.flow].state;
       if (state != State::kFrozen && (!top.predicted || state == State::kPredicted)) break;
       std::pop_heap(stops_.begin(), stops_.end(), stop_after);
       stops_.pop_back();
@@ -275,9 +271,9 @@ void FlowNetwork::fill() {
       if (!entry.predicted) {
         freeze(entry.flow, cap_[entry.flow], kByCap);
       } else if (saturated_link_of(entry.flow, level, link)) {
-        freeze(entry.flow, rate_[entry.flow], link);  // as predicted: bit-equal
+        freeze(entry.flow, flows_[entry.flow].rate, link);  // as predicted: bit-equal
       } else {
-        state_[entry.flow] = State::kRising;
+        flows_[entry.flow].state = State::kRising;
         open_links_of(entry.flow, level);
       }
       continue;
@@ -288,9 +284,10 @@ void FlowNetwork::fill() {
     if (link_share > level * (1.0 + kTieRel)) level = link_share;
     for (const Slot& slot : link_flows_[link]) {
       const uint32_t flow = slot.flow;
-      if (state_[flow] == State::kFrozen) continue;
-      if (state_[flow] == State::kPredicted) {
-        const double old = rate_[flow];
+      const State state = flows_[flow].state;
+      if (state == State::kFrozen) continue;
+      if (state == State::kPredicted) {
+        const double old = flows_[flow].rate;
         if (std::abs(old - level) <= kCheckRel * old) {
           freeze(flow, old, link);  // stopped where predicted
           continue;
@@ -306,13 +303,13 @@ void FlowNetwork::fill() {
 
 void FlowNetwork::commit() {
   for (const uint32_t flow : fill_) {
-    const double old = rate_[flow];
-    const double rate = new_rate_[flow];
-    if (std::abs(rate - old) > kRateRel * old) {
+    FlowState& f = flows_[flow];
+    const double old = f.rate;
+    if (std::abs(f.new_rate - old) > kRateRel * old) {
       changes_.push_back(RateChange{flow, old});
-      rate_[flow] = rate;
+      f.rate = f.new_rate;
     }
-    bottleneck_[flow] = new_bottleneck_[flow];
+    f.bottleneck = f.new_bottleneck;
   }
 }
 
@@ -325,14 +322,14 @@ std::span<const FlowNetwork::RateChange> FlowNetwork::solve() {
   unfrozen_ = 0;
   if (!dirty()) return changes_;
   if (++epoch_ == 0) {  // wrapped: forget every old mark
-    std::fill(flow_mark_.begin(), flow_mark_.end(), 0);
+    for (FlowState& f : flows_) f.mark = 0;
     std::fill(link_mark_.begin(), link_mark_.end(), 0);
     epoch_ = 1;
   }
   // The flows that joined rise from zero; the links flows joined or left are
   // filled afresh from the start.
   for (const uint32_t flow : seed_flows_) {
-    if (active_[flow] && flow_mark_[flow] != epoch_) enter_rising(flow);
+    if (flows_[flow].active && flows_[flow].mark != epoch_) enter_rising(flow);
   }
   for (const uint32_t link : seed_links_) {
     if (link_mark_[link] != epoch_) open_link(link, 0.0);

@@ -51,8 +51,8 @@ class FlowNetwork {
   /// valid until the next call.
   std::span<const RateChange> solve();
 
-  double rate(uint32_t flow) const { return rate_[flow]; }
-  bool active(uint32_t flow) const { return active_[flow] != 0; }
+  double rate(uint32_t flow) const { return flow < flows_.size() ? flows_[flow].rate : 0.0; }
+  bool active(uint32_t flow) const { return flow < flows_.size() && flows_[flow].active; }
   double capacity(uint32_t link) const { return capacity_[link]; }
   size_t link_count() const { return capacity_.size(); }
   size_t flow_count() const { return cap_.size(); }
@@ -91,7 +91,20 @@ class FlowNetwork {
     uint32_t predicted;  // 1: the old rate, 0: the cap
   };
   enum class State : uint8_t { kRising, kPredicted, kFrozen };
+  // A flow's sharing state, one record (the solver reads these together).
+  struct FlowState {
+    double rate = 0;      // the current allocation
+    double new_rate = 0;  // in the filling
+    // A link where the active flow is a bottleneck flow (saturated, no flow
+    // there faster) or kByCap; and the filling's.
+    uint32_t bottleneck = kByCap;
+    uint32_t new_bottleneck = kByCap;
+    uint32_t mark = 0;  // == epoch_: in this solve's filling
+    bool active = false;
+    State state = State::kFrozen;
+  };
 
+  FlowState& state_of(uint32_t flow);
   void enter_rising(uint32_t flow);
   void enter_held(uint32_t flow, double level);
   void open_link(uint32_t link, double level);
@@ -110,11 +123,9 @@ class FlowNetwork {
   BulkVector<Hop> hops_;
   BulkVector<uint32_t> hop_begin_{0};  // flow f's hops: [hop_begin_[f], hop_begin_[f + 1])
   BulkVector<double> cap_;
-  // Flows (state): the current allocation and, for each active flow, a link
-  // where it is a bottleneck flow (saturated, no flow there faster) or kByCap.
-  BulkVector<double> rate_;
-  BulkVector<uint32_t> bottleneck_;
-  BulkVector<uint8_t> active_;
+  // Flows (state), allocated when flows first join the sharing: a network
+  // being built holds only its paths and caps.
+  BulkVector<FlowState> flows_;
   // Changes since the last solve.
   std::vector<uint32_t> seed_flows_;
   std::vector<uint32_t> seed_links_;
@@ -122,10 +133,6 @@ class FlowNetwork {
   // Solver scratch, reused across solves; a mark equal to epoch_ means "in
   // this solve", so nothing needs clearing.
   uint32_t epoch_ = 0;
-  BulkVector<uint32_t> flow_mark_;  // in the filling
-  BulkVector<State> state_;
-  BulkVector<double> new_rate_;
-  BulkVector<uint32_t> new_bottleneck_;
   std::vector<uint32_t> link_mark_;  // open: filled afresh
   std::vector<uint32_t> link_version_;
   std::vector<double> residual_;  // capacity left by the frozen flows
