@@ -130,11 +130,10 @@ void Engine::add_hold(ActivityId from, ActivityId until, std::span<const PoolId>
   if (pools.empty()) return;
   if (s.hold_pools.size() + pools.size() >= kNone) [[unlikely]]
     precondition_failed("add_hold: more than 2^32-1 held pools");
-  s.hold_from.push_back(from.index);
-  s.hold_until.push_back(until.index);
+  const auto pools_begin = static_cast<uint32_t>(s.hold_pools.size());
   for (const PoolId pool : pools) s.hold_pools.push_back(pool.index);
-  s.hold_pool_begin.push_back(static_cast<uint32_t>(s.hold_pools.size()));
-  s.hold_share.push_back(share);
+  s.holds.push_back(HoldRecord{share, from.index, until.index, pools_begin,
+                               static_cast<uint32_t>(s.hold_pools.size())});
 }
 
 ActivityId Engine::add_flow(double bytes, std::span<const PathHop> path, Time latency,

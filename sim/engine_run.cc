@@ -66,31 +66,31 @@ const char* kind_name(ActivityKind kind) {
 
 namespace {
 
-// Counting sort of the items 0..keys.size()-1 by key into `list`, the
-// offsets into the records' `begin` member (a sentinel record ends the
+// Counting sort of the items 0..count-1 by key(i) into `list` (as value(i)),
+// the offsets into the records' `begin` member (a sentinel record ends the
 // last): each key's items keep their order. Placing them from the last
 // backwards at each key's end leaves that end at the key's begin, so no
 // second cursor array is needed.
-void index_by_key(const BulkVector<uint32_t>& keys, const BulkVector<uint32_t>* values,
-                  BulkVector<ActivityRecord>& records, uint32_t ActivityRecord::*begin,
-                  BulkVector<uint32_t>& list) {
+template <class Key, class Value>
+void index_by_key(size_t count, Key key, Value value, BulkVector<ActivityRecord>& records,
+                  uint32_t ActivityRecord::*begin, BulkVector<uint32_t>& list) {
   for (ActivityRecord& r : records) r.*begin = 0;
-  for (const uint32_t k : keys) ++(records[k].*begin);
+  for (size_t i = 0; i < count; ++i) ++(records[key(i)].*begin);
   uint32_t end = 0;
   for (ActivityRecord& r : records) {
     end += r.*begin;
     r.*begin = end;
   }
-  list.resize(keys.size());
-  for (size_t i = keys.size(); i-- > 0;) {
-    list[--(records[keys[i]].*begin)] = values ? (*values)[i] : static_cast<uint32_t>(i);
-  }
+  list.resize(count);
+  for (size_t i = count; i-- > 0;) list[--(records[key(i)].*begin)] = value(i);
 }
 
 }  // namespace
 
 void Engine::State::build_successors() {
-  index_by_key(edge_from, &edge_to, records, &ActivityRecord::succ_begin, succ);
+  index_by_key(
+      edge_from.size(), [this](size_t e) { return edge_from[e]; },
+      [this](size_t e) { return edge_to[e]; }, records, &ActivityRecord::succ_begin, succ);
   edge_from = {};
   edge_to = {};
 }
@@ -98,13 +98,11 @@ void Engine::State::build_successors() {
 void Engine::State::release_build_slack() {
   // Arrays grown by doubling, or reserved from an estimate, hold slack through
   // the run: give its memory back before the run's own arrays are allocated.
-  for (auto* v : {&work_pool, &hold_from, &hold_until, &hold_pool_begin, &hold_pools}) {
-    release_unused_capacity(*v);
-  }
+  for (auto* v : {&work_pool, &hold_pools}) release_unused_capacity(*v);
   release_unused_capacity(records);
   release_unused_capacity(on_stream);
   release_unused_capacity(flows);
-  release_unused_capacity(hold_share);
+  release_unused_capacity(holds);
   net.release_unused_capacity();
 }
 
@@ -117,10 +115,9 @@ void Engine::State::release_run_state() {
   net = FlowNetwork{};
   flows = {};
   work_pool = {};
-  works = {};
-  hold_pool_begin = {};
+  work_seq = {};
+  holds = {};
   hold_pools = {};
-  hold_share = {};
   from_list = {};
   until_list = {};
   hold_state = {};
@@ -140,47 +137,48 @@ void Engine::State::release_run_state() {
 
 void Engine::State::build_holds() {
   // The holds by the activity that begins / ends them.
-  index_by_key(hold_from, nullptr, records, &ActivityRecord::from_begin, from_list);
-  index_by_key(hold_until, nullptr, records, &ActivityRecord::until_begin, until_list);
-  has_holds = !hold_from.empty();
-  hold_state.assign(hold_from.size(), 0);
-  // The run reaches holds through the indexes only.
-  hold_from = {};
-  hold_until = {};
+  const auto hold_index = [](size_t h) { return static_cast<uint32_t>(h); };
+  index_by_key(
+      holds.size(), [this](size_t h) { return holds[h].from; }, hold_index, records,
+      &ActivityRecord::from_begin, from_list);
+  index_by_key(
+      holds.size(), [this](size_t h) { return holds[h].until; }, hold_index, records,
+      &ActivityRecord::until_begin, until_list);
+  has_holds = !holds.empty();
+  hold_state.assign(holds.size(), 0);
   pool_held.assign(pools, 0.0);
   pool_rate.assign(pools, 1.0);
   pool_running.assign(pools, {});
-  works.assign(work_pool.size(), WorkRecord{.seq = kNoEvent});
+  work_seq.assign(work_pool.size(), kNoEvent);
 }
 
-void Engine::State::schedule_work(uint32_t a) {
+void Engine::State::schedule_work(const RunningWork& work, uint32_t pool) {
   // Full-rate picoseconds left over the pool's rate, rounded up to a tick
   // only past kDoneRel (as flows are).
-  WorkRecord& work = works[records[a].index];
-  const double rate = pool_rate[work_pool[records[a].index]];
-  const double ticks = std::ceil(work.left / rate * (1.0 - kDoneRel));
+  const double ticks = std::ceil(work.left / pool_rate[pool] * (1.0 - kDoneRel));
   const int64_t span = ticks >= 9.2e18 ? kNever : static_cast<int64_t>(std::max(0.0, ticks));
-  work.seq = queue.push(Time::from_ps(saturating_add(now, span)), a, kWorkDone);
+  work_seq[records[work.activity].index] =
+      queue.push(Time::from_ps(saturating_add(now, span)), work.activity, kWorkDone);
 }
 
 void Engine::State::set_pool_share(uint32_t pool, double delta) {
   pool_held[pool] += delta;
   const double rate = std::max(kMinPoolRate, 1.0 - pool_held[pool]);
   if (rate == pool_rate[pool]) return;
-  for (const uint32_t a : pool_running[pool]) {
-    WorkRecord& work = works[records[a].index];
+  for (RunningWork& work : pool_running[pool]) {
     work.left -= static_cast<double>(now - work.update) * pool_rate[pool];
     work.left = std::max(0.0, work.left);
     work.update = now;
     ++stale;  // its completion event is superseded
   }
   pool_rate[pool] = rate;
-  for (const uint32_t a : pool_running[pool]) schedule_work(a);
+  for (const RunningWork& work : pool_running[pool]) schedule_work(work, pool);
 }
 
 void Engine::State::set_hold_share(uint32_t hold, double sign) {
-  for (uint32_t i = hold_pool_begin[hold]; i < hold_pool_begin[hold + 1]; ++i) {
-    set_pool_share(hold_pools[i], sign * hold_share[hold]);
+  const HoldRecord& record = holds[hold];
+  for (uint32_t i = record.pools_begin; i < record.pools_end; ++i) {
+    set_pool_share(hold_pools[i], sign * record.share);
   }
 }
 
@@ -190,11 +188,9 @@ void Engine::State::start_activity(uint32_t a) {
   switch (record.kind()) {
     case ActivityKind::kDelay:
       if (record.index != kNone) {
-        WorkRecord& work = works[record.index];
-        work.left = static_cast<double>(record.param);
-        work.update = now;
-        pool_running[work_pool[record.index]].push_back(a);
-        schedule_work(a);
+        const uint32_t pool = work_pool[record.index];
+        pool_running[pool].push_back(RunningWork{a, static_cast<double>(record.param), now});
+        schedule_work(pool_running[pool].back(), pool);
       } else {
         queue.push(Time::from_ps(saturating_add(now, record.param)), a, kFinish);
       }
@@ -260,7 +256,7 @@ void Engine::State::apply_rates(std::span<const FlowNetwork::RateChange> changes
 
 void Engine::State::compact_queue() {
   queue.retain_if([this](const Event& event) {
-    if (event.kind == kWorkDone) return works[records[event.target].index].seq == event.seq;
+    if (event.kind == kWorkDone) return work_seq[records[event.target].index] == event.seq;
     if (event.kind != kFlowDone) return true;
     return flows[records[event.target].index].done_seq == event.seq;
   });
@@ -305,12 +301,12 @@ RunResult Engine::run() {
       }
       flow.done_seq = kNoEvent;
     } else if (event.kind == kWorkDone) {
-      WorkRecord& work = s.works[s.records[a].index];
-      if (work.seq != event.seq) {
+      uint64_t& seq = s.work_seq[s.records[a].index];
+      if (seq != event.seq) {
         --s.stale;
         continue;
       }
-      work.seq = kNoEvent;
+      seq = kNoEvent;
     }
     if (event.time_ps == kNever) {
       // Saturated: this activity would end past what the clock can hold.
@@ -342,8 +338,9 @@ RunResult Engine::run() {
         break;
       }
       case kWorkDone: {
-        std::vector<uint32_t>& running = s.pool_running[s.work_pool[s.records[a].index]];
-        running.erase(std::find(running.begin(), running.end(), a));
+        std::vector<RunningWork>& running = s.pool_running[s.work_pool[s.records[a].index]];
+        running.erase(std::find_if(running.begin(), running.end(),
+                                   [a](const RunningWork& w) { return w.activity == a; }));
         s.finish_activity(a, result);
         break;
       }

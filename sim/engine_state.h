@@ -65,11 +65,21 @@ struct FlowRecord {
   uint32_t activity = 0;
 };
 
-/// A pool work's progress during the run.
-struct WorkRecord {
-  double left = 0;  // full-rate ps left at `update`
+/// A pool work running on its pool: its full-rate ps left at `update`.
+struct RunningWork {
+  uint32_t activity = 0;
+  double left = 0;
   int64_t update = 0;
-  uint64_t seq = 0;  // seq of its live completion event
+};
+
+/// A hold as added: from `from`'s start to `until`'s finish it takes `share`
+/// of the pools hold_pools[pools_begin .. pools_end).
+struct HoldRecord {
+  double share = 0;
+  uint32_t from = 0;
+  uint32_t until = 0;
+  uint32_t pools_begin = 0;
+  uint32_t pools_end = 0;
 };
 
 struct Engine::State {
@@ -95,25 +105,23 @@ struct Engine::State {
   // Flows, indexed by flow (FlowNetwork's index).
   FlowNetwork net;
   BulkVector<FlowRecord> flows;
-  // Pools: by pool work, its pool and (run-time) its progress; and the holds.
+  // Pools: by pool work, its pool and (run-time) the seq of its live
+  // completion event; and the holds.
   BulkVector<uint32_t> work_pool;
-  BulkVector<WorkRecord> works;
+  BulkVector<uint64_t> work_seq;
   uint32_t pools = 0;
   uint32_t links = 0;  // net's, kept for link_count() once run() has released net
-  // Holds as added, each on the pools hold_pools[hold_pool_begin[h] ..
-  // hold_pool_begin[h + 1]); build_holds indexes them by from / until and
-  // frees those.
-  BulkVector<uint32_t> hold_from, hold_until;
-  BulkVector<uint32_t> hold_pool_begin{0}, hold_pools;
-  BulkVector<double> hold_share;
+  // Holds as added; build_holds indexes them by from / until.
+  BulkVector<HoldRecord> holds;
+  BulkVector<uint32_t> hold_pools;
   bool has_holds = false;
   // Run-time: holds by the activity that begins / ends them (lists of the
   // records' CSR), hold state (0 waiting, 1 held, 2 over), each pool's held
-  // share, rate and running work (activities).
+  // share, rate and running works.
   BulkVector<uint32_t> from_list, until_list;
   BulkVector<uint8_t> hold_state;
   std::vector<double> pool_held, pool_rate;
-  std::vector<std::vector<uint32_t>> pool_running;
+  std::vector<std::vector<RunningWork>> pool_running;
   // The run.
   EventQueue queue;
   int64_t now = 0;
@@ -141,7 +149,7 @@ struct Engine::State {
   void finish_activity(uint32_t a, RunResult& result);
   void apply_rates(std::span<const FlowNetwork::RateChange> changes);
   void build_holds();
-  void schedule_work(uint32_t a);
+  void schedule_work(const RunningWork& work, uint32_t pool);
   void set_pool_share(uint32_t pool, double delta);
   void set_hold_share(uint32_t hold, double sign);
   void compact_queue();
