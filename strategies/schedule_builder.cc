@@ -558,16 +558,14 @@ void Builder::link_dualpipe() {
 void Builder::finish_deps() {
   // Each task's dependencies ascending and without repeats: a counting sort
   // of the edges by task, then each task's few sorted in place (sorting all
-  // the edges at once was a fifth of an every-rank build).
+  // the edges at once was a fifth of an every-rank build). Placing each edge
+  // at its task's end, counted down, leaves that end at the task's begin.
   const size_t n = s_.tasks.size();
-  std::vector<uint32_t> begin(n + 1, 0);
-  for (const auto& edge : edges_) ++begin[edge.first + 1];
+  sim::BulkVector<uint32_t> begin(n + 1, 0);
+  for (const auto& edge : edges_) ++begin[edge.first];
   for (size_t t = 0; t < n; ++t) begin[t + 1] += begin[t];
   s_.deps.resize(edges_.size());
-  {
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (const auto& [after, before] : edges_) s_.deps[fill[after]++] = before;
-  }
+  for (const auto& [after, before] : edges_) s_.deps[--begin[after]] = before;
   edges_ = {};
   uint32_t kept = 0;
   for (size_t t = 0; t < n; ++t) {
@@ -580,7 +578,7 @@ void Builder::finish_deps() {
     s_.tasks.set_dependencies(static_cast<TaskId>(t), dep_begin, kept - dep_begin);
   }
   s_.deps.resize(kept);
-  s_.deps.shrink_to_fit();
+  sim::release_unused_capacity(s_.deps);
 }
 
 }  // namespace podsim::strategies::schedule_detail

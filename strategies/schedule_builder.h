@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/bulk_allocator.h"
 #include "strategies/job.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -333,7 +334,7 @@ class Builder {
   double transfer_bytes_ = 0;
   std::vector<Stage> stages_;
   std::vector<Tables> tables_;
-  std::vector<std::pair<TaskId, TaskId>> edges_;  // (after, before)
+  sim::BulkVector<std::pair<TaskId, TaskId>> edges_;  // (after, before)
   std::map<std::pair<int, WorkRange>, int32_t> work_index_;
   std::map<std::pair<WorkRange, WorkRange>, int32_t> pair_index_;
   std::map<std::pair<double, double>, int32_t> optimizer_index_;  ///< (params, tensors)
