@@ -195,6 +195,14 @@ void Engine::set_name(ActivityId activity, std::string name) {
 void Engine::reserve(size_t activities, size_t dependencies) {
   State& s = State::of(state_);
   s.records.reserve(activities + 1);  // and the sentinel
+  // Flows, pool works and holds are at most about one per activity: their
+  // arrays then fill without copies as they grow. Pages never written are
+  // never faulted in, and run() gives back what the estimate left over.
+  s.flows.reserve(activities);
+  s.net.reserve_flows(activities);
+  s.work_pool.reserve(activities);
+  s.holds.reserve(activities);
+  s.hold_pools.reserve(activities);
   s.edge_from.reserve(dependencies);
   s.edge_to.reserve(dependencies);
 }

@@ -54,6 +54,12 @@ uint32_t FlowNetwork::add_flow(std::span<const PathHop> path, double max_rate_by
   return index;
 }
 
+void FlowNetwork::reserve_flows(size_t flows) {
+  hops_.reserve(flows);
+  hop_begin_.reserve(flows + 1);
+  cap_.reserve(flows);
+}
+
 void FlowNetwork::release_unused_capacity() {
   sim::release_unused_capacity(hops_);
   sim::release_unused_capacity(hop_begin_);

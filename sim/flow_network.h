@@ -31,6 +31,8 @@ class FlowNetwork {
   /// `max_rate_bytes_per_s` == 0: no cap. Returns the flow's index.
   uint32_t add_flow(std::span<const PathHop> path, double max_rate_bytes_per_s);
 
+  /// Room for `flows` flows of one hop each, to be declared.
+  void reserve_flows(size_t flows);
   /// Gives back the memory under the flow arrays' slack (before a run).
   void release_unused_capacity();
 
