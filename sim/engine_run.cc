@@ -62,19 +62,15 @@ const char* kind_name(ActivityKind kind) {
   return "?";
 }
 
-}  // namespace
-
-namespace {
-
 // Counting sort of the items 0..count-1 by key(i) into `list` (as value(i)),
 // the offsets into the records' `begin` member (a sentinel record ends the
 // last): each key's items keep their order. Placing them from the last
 // backwards at each key's end leaves that end at the key's begin, so no
-// second cursor array is needed.
+// second cursor array is needed. The member is still 0 from construction:
+// an engine runs once.
 template <class Key, class Value>
 void index_by_key(size_t count, Key key, Value value, BulkVector<ActivityRecord>& records,
                   uint32_t ActivityRecord::*begin, BulkVector<uint32_t>& list) {
-  for (ActivityRecord& r : records) r.*begin = 0;
   for (size_t i = 0; i < count; ++i) ++(records[key(i)].*begin);
   uint32_t end = 0;
   for (ActivityRecord& r : records) {
