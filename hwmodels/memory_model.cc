@@ -20,9 +20,14 @@ double MemoryModel::allocator_limit_bytes() const {
   return std::max(0.0, capacity_bytes - outside_bytes());
 }
 
+bool runs_cuda(const ClusterSpec& cluster) {
+  return cluster.scale_up.topology != ScaleUpTopology::kTorus;
+}
+
 MemoryModel memory_model(const GpuSpec& gpu, const MemoryReservationParams& p) {
   MemoryModel m;
   m.capacity_bytes = gpu.hbm_capacity_bytes;
+  if (!p.cuda_runtime) return m;
   m.outside.push_back({"cuda_context", p.cuda_context_bytes,
                        "CUDA context with lazy loading, ~300-400 MB (pytorch#86509, #109888)"});
   double nccl = 0;
@@ -38,6 +43,12 @@ MemoryModel memory_model(const GpuSpec& gpu, const MemoryReservationParams& p) {
                             "threads), from PyTorch's caching allocator"});
   }
   return m;
+}
+
+MemoryModel memory_model(const ClusterSpec& cluster) {
+  MemoryReservationParams params;
+  params.cuda_runtime = runs_cuda(cluster);
+  return memory_model(cluster.gpu, params);
 }
 
 }  // namespace podsim::hwmodels

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "hwmodels/cluster_spec.h"
 #include "hwmodels/gpu_spec.h"
 
 namespace podsim::hwmodels {
@@ -40,7 +41,17 @@ struct MemoryReservationParams {
   /// steps x 8 B = 4.69 MiB, LL 8 x 512 x 8 steps x 16 B = 0.5 MiB.
   double nccl_connection_bytes = (4.0 + 4.6875 + 0.5) * 1024 * 1024;
   std::vector<NcclCommunicator> nccl_communicators;
+  /// The devices run CUDA (or HIP) with NCCL (RCCL) and cuBLAS, whose
+  /// context, buffers and workspaces are reserved. False on a TPU: its
+  /// collectives are XLA's ICI transfers, which need no library buffers,
+  /// and the TPU runtime's own reserve is already out of the chip's usable
+  /// capacity (the GPU preset's hbm.capacity is what XLA's limit reports).
+  bool cuda_runtime = true;
 };
+
+/// Whether `cluster`'s devices run the CUDA stack (a TPU slice, wired as a
+/// torus of ICI links, runs XLA's TPU runtime instead).
+bool runs_cuda(const ClusterSpec& cluster);
 
 /// Capacity per GPU, what lives outside the framework's caching allocator
 /// (never in torch.cuda.memory_reserved), and the library workspaces the
@@ -62,5 +73,8 @@ struct MemoryModel {
 /// workspaces: cuBLAS).
 MemoryModel memory_model(const GpuSpec& gpu,
                          const MemoryReservationParams& params = MemoryReservationParams{});
+/// The same for a GPU of `cluster`, with the runtime its devices run and no
+/// NCCL communicator yet (what every plan on it reserves at least).
+MemoryModel memory_model(const ClusterSpec& cluster);
 
 }  // namespace podsim::hwmodels

@@ -191,6 +191,9 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   const std::pair<const char*, MemoryCounter> counters[] = {
       {"reserved", MemoryCounter::kReserved}, {"allocated", MemoryCounter::kAllocated}};
   s.memory_counter = pick(choice("/software/memory/reported"), counters, s.memory_counter);
+  const std::pair<const char*, DeviceAllocator> allocators[] = {
+      {"caching", DeviceAllocator::kCaching}, {"xla", DeviceAllocator::kXla}};
+  s.allocator = pick(choice("/software/memory/allocator"), allocators, s.allocator);
   MemoryPolicy& m = s.memory;
   const std::pair<const char*, ParamStorage> storage[] = {
       {"weights_and_master", ParamStorage::kWeightsAndMaster},

@@ -181,6 +181,11 @@ constexpr KeyDecl kSoftwareKeys[] = {
   object("/software/memory", kRequired, "how the framework holds the model's state and temporaries"),
   mechanism_choice("/software/memory/reported", "reserved|allocated",
                    "the allocator statistic the framework logs as its peak memory"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  {"/software/memory/allocator", KeyKind::kEnum, kDefault, "\"caching\"", Dimension::kNone, 0, 0,
+   false, "caching|xla",
+   "PyTorch's caching allocator (freed blocks stay reserved for reuse), or XLA's buffer "
+   "assignment (the compiled step holds its live peak and nothing more)"},
   mechanism_choice("/software/memory/param_storage", "weights_and_master|master_only",
                    "16-bit weights kept beside the optimizer's fp32 master, or the (sharded) "
                    "parameter is the fp32 master and 16-bit weights exist only gathered"),

@@ -19,6 +19,15 @@ struct Mechanism {
 
 /// The allocator statistic a framework logs as its peak memory (memory group).
 enum class MemoryCounter : uint8_t { kReserved, kAllocated };
+/// What holds the framework's device memory (memory group).
+enum class DeviceAllocator : uint8_t {
+  /// PyTorch's CUDACachingAllocator: freed blocks stay reserved in its
+  /// segments, so the device holds the reserved peak.
+  kCaching,
+  /// XLA: buffers are assigned when the step is compiled, so the device
+  /// holds the step's live peak and no cache of freed blocks.
+  kXla,
+};
 
 /// The `software` section as read (scenario-format.md v1.1): the training
 /// framework that runs the plan, group by group as the JSON has it. The
@@ -46,6 +55,7 @@ struct SoftwareSpec {
   bool tp_shards_activations = false;
   strategies::OptimizerPolicy optimizer;
   MemoryCounter memory_counter = MemoryCounter::kReserved;
+  DeviceAllocator allocator = DeviceAllocator::kCaching;
   strategies::MemoryPolicy memory;
   strategies::MoePolicy moe;
 

@@ -457,8 +457,11 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   for (int64_t s = 0; s < stages; ++s) {
     const size_t r = schedule.buffer_ranks[static_cast<size_t>(s)];
     hwmodels::MemoryReservationParams reservations;
-    reservations.nccl_communicators =
-        nccl_communicators(job, schedule.layout, schedule.ranks[r], cluster, collectives);
+    reservations.cuda_runtime = hwmodels::runs_cuda(cluster);
+    if (reservations.cuda_runtime) {
+      reservations.nccl_communicators =
+          nccl_communicators(job, schedule.layout, schedule.ranks[r], cluster, collectives);
+    }
     devices.push_back(hwmodels::memory_model(spec.cluster.gpu, reservations));
   }
   const std::vector<MemoryReplay> replays = replay_stages(schedule, timeline, devices);
@@ -475,7 +478,10 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
     m.activations = at_peak(MemoryKind::kActivations);
     m.temporaries = at_peak(MemoryKind::kTemporaries);
     m.allocated = held.allocated_peak;
-    m.reserved = held.reserved_peak;
+    // XLA assigns the step's buffers when it compiles it: no freed blocks
+    // are kept beyond the live peak.
+    m.reserved =
+        spec.software.allocator == DeviceAllocator::kXla ? held.allocated_peak : held.reserved_peak;
     m.outside_allocator = device.outside_bytes();
     m.peak = report.memory_counter == "allocated" ? m.allocated : m.reserved;
     m.device = m.reserved + m.outside_allocator;

@@ -53,7 +53,7 @@ namespace podsim::scenarios {
 
 /// The quick per-stage memory bound (index = stage), bytes.
 std::vector<double> memory_lower_bound_per_stage(const strategies::Job& job,
-                                                 const hwmodels::GpuSpec& gpu);
+                                                 const hwmodels::ClusterSpec& cluster);
 
 /// Bounds of plans on one cluster. Keeps the hardware models and a cache of
 /// work costs (works repeat across plans); not thread-safe: one per thread.

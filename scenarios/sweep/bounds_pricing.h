@@ -82,7 +82,7 @@ struct PlanBounds::Impl {
         fabric(hwmodels::Fabric::build(cluster)),
         levels(bounds_detail::levels_of(cluster)),
         collectives(hwmodels::CollectiveParams::for_gpu(cluster.gpu)),
-        memory(hwmodels::memory_model(cluster.gpu)) {}
+        memory(hwmodels::memory_model(cluster)) {}
 
   hwmodels::GpuModel gpu;
   hwmodels::KernelImplementation kernels;

@@ -231,8 +231,9 @@ double PlanBounds::Impl::quick_step(const Job& job,
   return lower(step);
 }
 
-std::vector<double> memory_lower_bound_per_stage(const Job& job, const hwmodels::GpuSpec& gpu) {
-  return quick_memory(job, hwmodels::memory_model(gpu).runtime_bytes(), chunks_by_stage(job),
+std::vector<double> memory_lower_bound_per_stage(const Job& job,
+                                                 const hwmodels::ClusterSpec& cluster) {
+  return quick_memory(job, hwmodels::memory_model(cluster).runtime_bytes(), chunks_by_stage(job),
                       strategies::pipeline_orders(job));
 }
 

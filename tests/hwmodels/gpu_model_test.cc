@@ -444,6 +444,24 @@ TEST(MemoryModel, OutsideTheAllocatorIsTheContextAndNcclBuffersPerCommunicator) 
   EXPECT_DOUBLE_EQ(memory_model(h100()).outside_bytes(), 400e6);
 }
 
+TEST(MemoryModel, ATpuSliceReservesNoCudaContextNcclBuffersOrCublasWorkspaces) {
+  ClusterSpec tpu;
+  tpu.gpu = h100();
+  tpu.scale_up.topology = ScaleUpTopology::kTorus;
+  EXPECT_FALSE(runs_cuda(tpu));
+  const MemoryModel on_tpu = memory_model(tpu);
+  EXPECT_TRUE(on_tpu.outside.empty());
+  EXPECT_TRUE(on_tpu.workspaces.empty());
+  EXPECT_DOUBLE_EQ(on_tpu.allocator_limit_bytes(), on_tpu.capacity_bytes);
+  // The same chip in a switched domain runs CUDA: its context and cuBLAS
+  // workspaces, and no communicator yet.
+  ClusterSpec gpu = tpu;
+  gpu.scale_up.topology = ScaleUpTopology::kSwitch;
+  EXPECT_TRUE(runs_cuda(gpu));
+  EXPECT_DOUBLE_EQ(memory_model(gpu).outside_bytes(), 400e6);
+  EXPECT_DOUBLE_EQ(memory_model(gpu).runtime_bytes(), 400e6 + 64.0 * 1024 * 1024);
+}
+
 }  // namespace
 }  // namespace podsim::hwmodels
 

@@ -232,7 +232,8 @@ TEST(StepTimeline, WellFormedSvgWithBarsAtTheTaskTimes) {
   // The memory curves reach the tensors the report counts live at each
   // stage's peak, less the cuBLAS workspaces (taken before the step).
   double workspaces = 0;
-  for (const hwmodels::MemoryReservation& w : hwmodels::memory_model({}).workspaces) {
+  for (const hwmodels::MemoryReservation& w :
+       hwmodels::memory_model(hwmodels::GpuSpec{}).workspaces) {
     workspaces += w.bytes;
   }
   ASSERT_EQ(peak_gib.size(), d.report.per_stage.size());

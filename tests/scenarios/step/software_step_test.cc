@@ -118,5 +118,77 @@ TEST(SoftwareStep, TheGpuWaitsForTheHostWhenKernelsAreShorterThanTheirLaunch) {
   EXPECT_NEAR(graphed.step_time_s, free_host.step_time_s, 1e-9 * free_host.step_time_s);
 }
 
+/// Llama 3 8B on a 16-chip TPU v6e slice as MaxText runs it: FSDP over every
+/// chip, one step without gradient accumulation.
+json llama8b_on_tpu(const json& software) {
+  json s = json::parse(R"({
+    "model": "llama3-8b",
+    "cluster": {"base": "tpu-v6e-pod", "nodes": 4},
+    "gpus": 16,
+    "training": {"seq_len": 8192, "global_batch": 32, "micro_batch": 2},
+    "parallelism": {"dp": 16, "zero": 3, "recompute": "full"}
+  })");
+  s["software"] = software;
+  return s;
+}
+
+TEST(SoftwareStep, XlaOnATpuHoldsItsLivePeakAndNothingOutsideIt) {
+  const Report xla = simulate_ok(read(llama8b_on_tpu("maxtext-tpu")));
+  ASSERT_FALSE(xla.per_stage.empty());
+  for (const StageMemory& m : xla.per_stage) {
+    // No cache of freed blocks on top of the compiled step's buffers, and
+    // no CUDA context, NCCL buffers or cuBLAS workspaces on a TPU.
+    EXPECT_DOUBLE_EQ(m.reserved, m.allocated);
+    EXPECT_DOUBLE_EQ(m.outside_allocator, 0);
+    EXPECT_DOUBLE_EQ(m.device, m.allocated);
+  }
+  // The same buffers under PyTorch's caching allocator: what it keeps cached
+  // comes on top of the same live peak.
+  json caching = {{"base", "maxtext-tpu"}, {"memory", {{"allocator", "caching"}}}};
+  const Report cached = simulate_ok(read(llama8b_on_tpu(caching)));
+  ASSERT_EQ(cached.per_stage.size(), xla.per_stage.size());
+  EXPECT_DOUBLE_EQ(cached.per_stage[0].allocated, xla.per_stage[0].allocated);
+  EXPECT_GT(cached.per_stage[0].reserved, xla.per_stage[0].reserved);
+  EXPECT_DOUBLE_EQ(cached.step_time_s, xla.step_time_s);
+}
+
+TEST(SoftwareStep, XlaOnGpusStillHoldsTheCudaContextAndNcclBuffers) {
+  const Report xla = simulate_ok(read(llama8b("maxtext")));
+  ASSERT_FALSE(xla.per_stage.empty());
+  const StageMemory& m = xla.per_stage[0];
+  EXPECT_DOUBLE_EQ(m.reserved, m.allocated);
+  EXPECT_GT(m.outside_allocator, 400e6);  // the context, and NCCL's buffers
+  EXPECT_DOUBLE_EQ(m.device, m.allocated + m.outside_allocator);
+}
+
+TEST(SoftwareStep, AnFsdp2CopyOutHoldsTheFlatGatherBesideTheParameters) {
+  // Llama 3 70B on 64 chips with its layer inputs and Q/K/V offloaded to the
+  // host (the tpu-recipes plan): little stays on the chip, so the memory
+  // peaks while a layer's weights are gathered.
+  json scenario = json::parse(R"({
+    "model": "llama3-70b",
+    "cluster": {"base": "tpu-v6e-pod", "nodes": 16},
+    "gpus": 64,
+    "training": {"seq_len": 8192, "global_batch": 128, "micro_batch": 2},
+    "parallelism": {"dp": 64, "zero": 3, "recompute": "selective",
+                    "activation_offload": ["decoder_layer_input", "query_proj", "key_proj",
+                                           "value_proj"]}
+  })");
+  scenario["software"] = {{"base", "maxtext-tpu"}, {"memory", {{"gathered_weights", "copy_out"}}}};
+  const Report flat = simulate_ok(read(scenario));
+  scenario["software"] = {{"base", "maxtext-tpu"}, {"memory", {{"gathered_weights", "full_copy"}}}};
+  const Report direct = simulate_ok(read(scenario));
+  ASSERT_FALSE(flat.per_stage.empty());
+  ASSERT_FALSE(direct.per_stage.empty());
+  // Only the memory differs: the copy's time is the compute-stream copies'
+  // mechanism (data_parallel.copies_on_compute_stream), off in both.
+  EXPECT_DOUBLE_EQ(flat.step_time_s, direct.step_time_s);
+  // While a layer's gather runs, copy_out also holds its flat output (the
+  // layer in bf16: 856 M parameters) beside the per-parameter copy.
+  const double layer_bytes = 856.1e6 * 2;
+  EXPECT_GT(flat.per_stage[0].allocated, direct.per_stage[0].allocated + 0.5 * layer_bytes);
+  EXPECT_LT(flat.per_stage[0].allocated, direct.per_stage[0].allocated + 1.1 * layer_bytes);
+}
+
 }  // namespace
 }  // namespace podsim::scenarios

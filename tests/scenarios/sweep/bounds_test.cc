@@ -73,7 +73,7 @@ Checked check_bounds(const ScenarioSpec& spec, size_t stride, size_t offset,
     }
     // The quick memory bound holds stage by stage.
     const std::vector<double> per_stage =
-        memory_lower_bound_per_stage(job, targets.front().cluster.gpu);
+        memory_lower_bound_per_stage(job, targets.front().cluster);
     EXPECT_EQ(per_stage.size(), report.per_stage.size());
     for (size_t s = 0; s < per_stage.size() && s < report.per_stage.size(); ++s) {
       EXPECT_LE(per_stage[s], report.per_stage[s].device) << what << " stage " << s;
