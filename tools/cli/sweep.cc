@@ -231,18 +231,18 @@ std::vector<std::optional<scenarios::TargetModelError>> model_errors(
       out.emplace_back();
       continue;
     }
-    auto it = measured.find(family->family);
+    auto it = measured.find(family->label());
     if (it == measured.end()) {
       scenarios::FamilyError f = *family;
       const bool ran = scenarios::measure_family_error(
           f, cases, [](const scenarios::ScenarioSpec& spec) { return scenarios::simulate(spec); });
-      it = measured.emplace(family->family, ran ? std::optional(f) : std::nullopt).first;
+      it = measured.emplace(family->label(), ran ? std::optional(f) : std::nullopt).first;
     }
     if (!it->second) {
       out.emplace_back();
       continue;
     }
-    out.push_back(scenarios::TargetModelError{it->second->mape, family->family, it->second->cases,
+    out.push_back(scenarios::TargetModelError{it->second->mape, family->label(), it->second->cases,
                                               family->basis});
   }
   return out;
