@@ -6,7 +6,7 @@
 // of -- norms, residuals, tensor-parallel linears and activations
 // (layer_pieces.cc), the attention core with its context-parallel
 // communication (attention_ops.cc), the mixture-of-experts block
-// (moe_ops.cc).
+// (moe_ops.cc), and what a recompute policy runs again (recompute_policy.cc).
 
 #include <cstdint>
 #include <string>
@@ -291,5 +291,30 @@ void attention_projections_backward(const Job& job, const RankShape& r, Builder&
 void moe_forward(const Job& job, const RankShape& r, Builder& b);
 /// Its backward.
 void moe_backward(const Job& job, const RankShape& r, Builder& b);
+
+/// Keeps the ops `keep` accepts, remapping overlap targets (a collective whose
+/// target is dropped no longer overlaps).
+template <typename Keep>
+std::vector<Op> filter_ops(const std::vector<Op>& ops, Keep keep) {
+  std::vector<int32_t> index(ops.size(), -1);
+  std::vector<Op> out;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!keep(ops[i])) continue;
+    index[i] = static_cast<int32_t>(out.size());
+    out.push_back(ops[i]);
+  }
+  for (Op& op : out) {
+    if (op.kind == OpKind::kCollective && op.collective.overlap_op >= 0) {
+      op.collective.overlap_op = index[static_cast<size_t>(op.collective.overlap_op)];
+    }
+  }
+  return out;
+}
+
+/// The ops of a layer's forward (`forward`, built for `r` and `kind`) that
+/// run again before its backward under the plan's recompute or offload
+/// policy, as OpRole::kRecompute (recompute_policy.cc).
+std::vector<Op> recomputed_forward(const Job& job, const RankShape& r, const LayerKind& kind,
+                                   std::vector<Op> forward);
 
 }  // namespace podsim::strategies::ops
