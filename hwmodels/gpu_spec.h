@@ -32,6 +32,10 @@ struct GpuSpec {
   /// Power the board is capped at in this run (gpu.power_limit), watts;
   /// 0 = the board power.
   double power_limit_w = 0;
+  /// The link between host memory and the device's memory (PCIe,
+  /// NVLink-C2C), bytes per second in one direction; 0 = unknown (copies to
+  /// and from host memory are not priced).
+  double host_link_bytes_per_s = 0;
   /// Path of a calibration profile (JSON) to use instead of datasheet
   /// efficiency curves; empty = datasheet fallback.
   std::string profile;

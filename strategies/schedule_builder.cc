@@ -144,9 +144,9 @@ int32_t Builder::pair_work(const Piece& forward, const Piece& backward) {
   w.name = "forward & backward";
   w.overlap_ep_comm = true;
   for (const Pass pass : {Pass::kRecompute, Pass::kBackward}) {
-    for (Segment& seg : make_work(job_, pass, backward.range).segments) {
-      w.segments.push_back(std::move(seg));
-    }
+    Work part = make_work(job_, pass, backward.range);
+    w.host_copy_in_bytes += part.host_copy_in_bytes;
+    for (Segment& seg : part.segments) w.segments.push_back(std::move(seg));
   }
   s_.works.push_back(std::move(w));
   pair_index_.emplace(std::move(key), index);

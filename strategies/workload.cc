@@ -544,6 +544,17 @@ Work make_work(const Job& job, Pass pass, const WorkRange& range) {
   // on one stream only their sum matters.
   add("fsdp copies", 1, fsdp_copy_ops(job, pass, range));
   add_zero3_parameter_host_work(job, pass, range, w.host);
+  // MaxText's offloaded activations leave during the forward and come back
+  // for the backward (before the recompute that starts from them).
+  if (job.plan.activation_offload != 0 &&
+      (pass == Pass::kForward || pass == Pass::kBackward || pass == Pass::kBackwardInput)) {
+    double bytes = 0;
+    for (const LayerRun& run : range.runs) {
+      bytes += d(run.count) *
+               policy_tensors(job, layer_ops(job, run.kind, Pass::kForward)).offloaded_bytes;
+    }
+    (pass == Pass::kForward ? w.host_copy_out_bytes : w.host_copy_in_bytes) = bytes;
+  }
   return w;
 }
 

@@ -188,6 +188,11 @@ struct Work {
   /// communication of either half runs beside the other half's compute.
   bool overlap_ep_comm = false;
   HostWork host;
+  /// Bytes copied over the host link beside the work's compute (activation
+  /// offload): saved activations out to host memory in a forward, and
+  /// fetched back for a backward. The link is full duplex.
+  double host_copy_out_bytes = 0;
+  double host_copy_in_bytes = 0;
 
   /// Hardware FLOPs of the whole work (collectives excluded).
   double flops() const;

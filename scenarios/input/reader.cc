@@ -231,6 +231,7 @@ void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
   g.launch_overhead_s = number("/cluster/gpu/launch_overhead").value_or(0);
   g.has_nvls = flag("/cluster/gpu/has_nvls").value_or(false);
   g.board_power_w = number("/cluster/gpu/board_power").value_or(0);
+  g.host_link_bytes_per_s = number("/cluster/gpu/host_link").value_or(0);
   g.power_limit_w = g.board_power_w;
   if (given("/cluster/gpu/power_limit")) {
     const std::optional<double> limit = number("/cluster/gpu/power_limit");

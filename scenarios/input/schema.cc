@@ -125,6 +125,10 @@ constexpr KeyDecl kScenarioKeys[] = {
   boolean("/cluster/gpu/has_nvls", "false", "NVLink SHARP in-switch reduction in the scale-up domain (extension)"),
   quantity("/cluster/gpu/board_power", kOptional, "", Dimension::kWatts, 0, 1e5, true,
            "board power the GPU's published GEMM measurements ran at (extension; presets: the rating)"),
+  quantity("/cluster/gpu/host_link", kOptional, "", Dimension::kBytesPerSecond, 0, kPeta, true,
+           "host memory <-> device link per GPU, one direction (PCIe, NVLink-C2C): the copies of "
+           "parallelism.activation_offload run at this rate beside compute (extension); unset: "
+           "those copies are not priced"),
   quantity("/cluster/gpu/power_limit", kComputed, "= board_power", Dimension::kWatts, 0, 1e5, true,
            "power the board is capped at; sets the clock its tensor cores sustain (v1.1)"),
   text("/cluster/gpu/profile", kDefault, "\"\"", kPathLength,
@@ -275,7 +279,7 @@ constexpr KeyDecl kScenarioKeys[] = {
   enum_array("/parallelism/activation_offload",
              "tensors offloaded to host memory (MaxText names, 1.2): MaxText's custom remat "
              "policy -- these are saved on the host, everything else recomputed from the layer "
-             "input; the copies run beside compute and are not priced"),
+             "input; the copies run beside compute at cluster.gpu.host_link"),
   choice("/parallelism/activation_offload/*", "\"decoder_layer_input\"",
          "decoder_layer_input|context|mlpwi|mlpwi_0|mlpwi_1|mlpwo|query_proj|key_proj|"
          "value_proj|qkv_proj|out_proj",

@@ -113,6 +113,7 @@ json report_to_json(const Report& r) {
                           {"attention", b.compute_split.attention},
                           {"memory_bound", b.compute_split.memory_bound},
                           {"host_idle", b.compute_split.host_idle},
+                          {"host_copy_wait", b.compute_split.host_copy_wait},
                           {"optimizer", b.compute_split.optimizer},
                           {"comm_contention", b.compute_split.comm_contention}}}};
   if (b.moe.total() > 0) {
@@ -194,6 +195,10 @@ Result<Report> report_from_json(const json& in) {
       split.attention = read.number(c, "attention", path);
       split.memory_bound = read.number(c, "memory_bound", path);
       split.host_idle = read.number(c, "host_idle", path);
+      // Added later than the other parts: older reports have none.
+      if (c.contains("host_copy_wait")) {
+        split.host_copy_wait = read.number(c, "host_copy_wait", path);
+      }
       split.optimizer = read.number(c, "optimizer", path);
       split.comm_contention = read.number(c, "comm_contention", path);
     }
@@ -325,6 +330,11 @@ std::string format_report_text(const Report& r) {
                                                   {"    lost to NCCL's SMs", cs.comm_contention}};
   for (const auto& [label, seconds] : split) {
     parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
+  }
+  // Only plans that offload activations to host memory have any.
+  if (cs.host_copy_wait > 0) {
+    parts.push_back({"    waiting for host-memory copies", format_seconds(cs.host_copy_wait),
+                     format_percent(cs.host_copy_wait / step)});
   }
   if (b.moe.total() > 0) {
     parts.push_back({"  of which MoE layers (in compute and EP comm)", "", ""});

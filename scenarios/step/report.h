@@ -56,6 +56,7 @@ struct ComputeSplit {
   double host_idle = 0;        ///< the GPU waiting for the host to issue kernels
   double optimizer = 0;        ///< optimizer and gradient-clipping kernels
   double comm_contention = 0;  ///< compute slowed by the SMs NCCL kernels hold
+  double host_copy_wait = 0;   ///< the GPU waiting for offload copies over the host link
 };
 
 /// Where the step time went on the critical stage, seconds. The parts add up

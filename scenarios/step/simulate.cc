@@ -161,13 +161,15 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       // ran stretched it beyond its price: compute time too.
       const double stretched = std::max(0.0, seconds(tt.end) - seconds(tt.start) - c.duration_s);
       // Time the GPU waits for the host counts with the task's own kind.
+      // So does time it waits for its offload copies.
+      const double waits_s = c.host_idle_s + c.host_copy_wait_s;
       if (task.kind == TaskKind::kRecompute) {
-        b.recompute += c.compute_s + c.recompute_s + stretched + c.host_idle_s;
+        b.recompute += c.compute_s + c.recompute_s + stretched + waits_s;
       } else if (task.kind == TaskKind::kOptimizer) {
         b.compute += c.compute_s + stretched;
-        b.optimizer += c.host_idle_s;
+        b.optimizer += waits_s;
       } else {
-        b.compute += c.compute_s + stretched + c.host_idle_s;
+        b.compute += c.compute_s + stretched + waits_s;
         b.recompute += c.recompute_s;
       }
       b.optimizer += c.optimizer_s;
@@ -177,6 +179,7 @@ Breakdown attribute(const Schedule& schedule, const StepTimeline& timeline, size
       split.attention += c.attention_s;
       split.memory_bound += c.memory_bound_s;
       split.host_idle += c.host_idle_s;
+      split.host_copy_wait += c.host_copy_wait_s;
       split.optimizer += c.optimizer_s;
       split.comm_contention += c.compute_s + c.recompute_s - kernels_s + stretched;
       for (size_t d = 0; d < c.exposed_comm_s.size(); ++d) {

@@ -94,6 +94,9 @@ struct WorkCost {
   /// Part of duration_s the GPU waits for the host (issue longer than the
   /// kernels, or serialised after a synchronisation).
   double host_idle_s = 0;
+  /// Part of duration_s the work waits for its copies over the host link
+  /// (activation offload longer than the kernels beside it).
+  double host_copy_wait_s = 0;
   /// The ops one after another, as priced: compute + recompute + optimizer
   /// + exposed in-task communication before DualPipe's overlap stretches
   /// the compute (the positions of `collectives` are in this time).

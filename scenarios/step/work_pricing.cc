@@ -393,6 +393,15 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
     duration = std::max(gpu_and_host_waits_s, cost.host_s);
   }
   cost.host_idle_s = duration - gpu_s;
+  // Offloaded activations cross the host link on DMA engines beside the
+  // kernels (each direction at the link's rate); the work cannot end before
+  // its copies have.
+  const double link = pricer.host_link_bytes_per_s();
+  if (link > 0) {
+    const double copy_s = std::max(w.host_copy_out_bytes, w.host_copy_in_bytes) / link;
+    cost.host_copy_wait_s = std::max(0.0, copy_s - duration);
+    duration += cost.host_copy_wait_s;
+  }
   cost.duration_s = duration;
   return cost;
 }

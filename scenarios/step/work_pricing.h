@@ -42,6 +42,9 @@ class Pricer {
   /// The framework's host costs.
   const hwmodels::HostCost& host() const { return hw_.kernels.host; }
 
+  /// The GPU's link to host memory, bytes per second one way (0: unknown).
+  double host_link_bytes_per_s() const { return hw_.gpu.spec().host_link_bytes_per_s; }
+
   /// Seconds an in-task collective takes among `group` (priced alone).
   double collective_time(const strategies::Op& op, const std::vector<int64_t>& group);
 

@@ -149,6 +149,27 @@ TEST(ActivationOffload, OffloadedProjectionsAreNotRecomputed) {
   EXPECT_DOUBLE_EQ(t.offloaded_bytes, 8192.0 * (4096 + 6144) * 2);
 }
 
+TEST(ActivationOffload, WorksCarryTheirHostCopies) {
+  Job job = preset_job("llama3-8b", 8192, 8, 1);
+  job.plan.recompute.mode = RecomputeMode::kSelective;
+  job.plan.activation_offload =
+      offload_bit(OffloadTensor::kDecoderLayerInput) | offload_bit(OffloadTensor::kQueryProj);
+  // Input and q, 4096 columns each, bf16, per layer and micro-batch.
+  const double per_layer = 8192.0 * (4096 + 4096) * 2;
+  const Work forward = make_work(job, Pass::kForward, 3, true, false);
+  EXPECT_DOUBLE_EQ(forward.host_copy_out_bytes, 3 * per_layer);
+  EXPECT_DOUBLE_EQ(forward.host_copy_in_bytes, 0);
+  const Work backward = make_work(job, Pass::kBackward, 3, false, true);
+  EXPECT_DOUBLE_EQ(backward.host_copy_in_bytes, 3 * per_layer);
+  EXPECT_DOUBLE_EQ(backward.host_copy_out_bytes, 0);
+  // The recompute starts from what the backward's copies brought back.
+  const Work recompute = make_work(job, Pass::kRecompute, 3, false, false);
+  EXPECT_DOUBLE_EQ(recompute.host_copy_in_bytes + recompute.host_copy_out_bytes, 0);
+  // Without offload nothing crosses the host link.
+  job.plan.activation_offload = 0;
+  EXPECT_DOUBLE_EQ(make_work(job, Pass::kForward, 3, true, false).host_copy_out_bytes, 0);
+}
+
 TEST(AsymEmbedLossLayout, EmbeddingAndLossTakeALayerSlotEach) {
   // NVIDIA's MLPerf Llama 3.1 405B: 126 layers, PP8 x VP8 = 64 chunks of 2 slots.
   const std::vector<ChunkLayout> a = asym_embed_loss_layout(126, 64, 0);

@@ -242,5 +242,19 @@ TEST(PowerLimit, DefaultsToTheBoardPowerAndIsChecked) {
       << problems_text(r.problems());
 }
 
+TEST(HostLink, PresetsCarryTheirLinkAndAGivenOneIsChecked) {
+  json scenario = base_scenario();
+  // H100: PCIe Gen5 x16, 64 GB/s each way.
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.host_link_bytes_per_s, 64e9);
+  scenario["cluster"]["gpu"] = "b200";  // no published link in the preset: not priced
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.host_link_bytes_per_s, 0.0);
+  scenario["cluster"]["gpu"] = {{"base", "h100-sxm-80g"}, {"host_link", "16 GB/s"}};
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.host_link_bytes_per_s, 16e9);
+  scenario["cluster"]["gpu"]["host_link"] = "16 GB";
+  const Result<ScenarioSpec> r = read(scenario);
+  EXPECT_TRUE(has_problem(r.problems(), "/cluster/gpu/host_link", "expected a bandwidth"))
+      << problems_text(r.problems());
+}
+
 }  // namespace
 }  // namespace podsim::scenarios

@@ -50,6 +50,12 @@ TEST(ReportFormat, JsonRoundTripsExactly) {
   EXPECT_EQ(back.value().fingerprint, original.fingerprint);
   EXPECT_EQ(back.value().per_stage.size(), 2u);
   EXPECT_EQ(back.value().warnings, original.warnings);
+  // A report written before host_copy_wait existed still reads, as 0.
+  json old = json::parse(text);
+  old["breakdown_s"]["compute_split"].erase("host_copy_wait");
+  const Result<Report> older = report_from_json(old);
+  ASSERT_TRUE(older.ok()) << testing::problems_text(older.problems());
+  EXPECT_EQ(older.value().breakdown.compute_split.host_copy_wait, 0.0);
 }
 
 TEST(ReportFormat, ReadingBackNamesMissingAndMistypedKeys) {
@@ -66,11 +72,27 @@ TEST(ReportFormat, ReadingBackNamesMissingAndMistypedKeys) {
 
 TEST(ReportFormat, TextHasUnitsAndEveryTerm) {
   const std::string text = format_report_text(sample_report());
-  for (const char* expected :
-       {"12.35 s", "412 TFLOP/s", "MFU 41.6%", "HFU 43.5%", "61.2 GiB reserved",
-        "62.4 GiB of 80.0 GiB (fits)", "temporaries", "cached", "outside", "2.7 GiB",
-        "exposed DP comm", "1.00 s", "8.1%", "pipeline bubble", "750.00 ms", "6.1%",
-        "16384 (symmetric simulation, 16 ranks simulated", "- second", "datasheet"}) {
+  for (const char* expected : {"12.35 s",
+                               "412 TFLOP/s",
+                               "MFU 41.6%",
+                               "HFU 43.5%",
+                               "61.2 GiB reserved",
+                               "62.4 GiB of 80.0 GiB (fits)",
+                               "temporaries",
+                               "cached",
+                               "outside",
+                               "2.7 GiB",
+                               "exposed DP comm",
+                               "1.00 s",
+                               "8.1%",
+                               "pipeline bubble",
+                               "750.00 ms",
+                               "6.1%",
+                               "waiting for host-memory copies",
+                               "50.00 ms",
+                               "16384 (symmetric simulation, 16 ranks simulated",
+                               "- second",
+                               "datasheet"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   }
   Report tight = sample_report();

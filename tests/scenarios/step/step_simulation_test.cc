@@ -53,7 +53,8 @@ TEST(StepSimulation, BreakdownAddsUpToTheStepTime) {
   // the optimizer and what NCCL's SMs took.
   const Breakdown& b = llama.breakdown;
   const ComputeSplit& c = b.compute_split;
-  EXPECT_NEAR(c.gemm + c.attention + c.memory_bound + c.host_idle + c.optimizer + c.comm_contention,
+  EXPECT_NEAR(c.gemm + c.attention + c.memory_bound + c.host_idle + c.host_copy_wait + c.optimizer +
+                  c.comm_contention,
               b.compute + b.recompute + b.optimizer, 1e-9 * llama.step_time_s);
   EXPECT_GT(c.gemm, c.attention);  // 405B at 8K tokens: the GEMMs dominate
   EXPECT_GT(c.attention, 0.0);
@@ -204,6 +205,40 @@ TEST(StepSimulation, SelectiveRecomputeChangesHardwareFlopsNotModelFlops) {
   EXPECT_EQ(none.breakdown.recompute, 0.0);
   // HFU counts the recomputed work, MFU does not: the gap between them grows.
   EXPECT_GT(selective.hfu - selective.mfu, none.hfu - none.mfu);
+}
+
+TEST(StepSimulation, OffloadCopiesLongerThanTheKernelsSetTheStep) {
+  // One GPU, 4 layers, 2 micro-batches; the layer input and q (4096 columns
+  // each, bf16, 4096 tokens) go to host memory in the forward and come back
+  // for the backward.
+  auto scenario = [](const char* host_link) {
+    return std::string(R"({"model": {"layers": 4, "hidden": 4096, "ffn_hidden": 14336,
+               "heads": 32, "kv_heads": 8, "vocab": 32000, "mlp": "swiglu", "norm": "rmsnorm"},
+               "cluster": {"base": "dgx-h100-superpod", "nodes": 1,
+                           "gpu": {"base": "h100-sxm-80g", "host_link": ")") +
+           host_link + R"("}}, "gpus": 1,
+               "training": {"seq_len": 4096, "global_batch": 2, "micro_batch": 1},
+               "parallelism": {"recompute": "selective",
+                               "activation_offload": ["decoder_layer_input", "query_proj"]},
+               "software": "maxtext"})";
+  };
+  const Report fast = simulate_ok(read(scenario("1000 TB/s")));
+  const Report slow = simulate_ok(read(scenario("1 GB/s")));
+  EXPECT_EQ(fast.breakdown.compute_split.host_copy_wait, 0.0);
+  const double wait = slow.breakdown.compute_split.host_copy_wait;
+  // One GPU runs its tasks one after another: the waits are the whole difference.
+  EXPECT_NEAR(slow.step_time_s - fast.step_time_s, wait, 1e-9 * slow.step_time_s);
+  // 2 micro-batches x (out + back) x 4 layers x 4096 x 8192 x 2 bytes at
+  // 1 GB/s, less at most the kernels they ran beside.
+  const double copies_s = 2 * 2 * 4 * 4096.0 * 8192 * 2 / 1e9;
+  EXPECT_LE(wait, copies_s);
+  EXPECT_GE(wait, copies_s - fast.step_time_s);
+  EXPECT_NEAR(parts(slow), slow.step_time_s, 1e-9 * slow.step_time_s);
+  const ComputeSplit& c = slow.breakdown.compute_split;
+  EXPECT_NEAR(c.gemm + c.attention + c.memory_bound + c.host_idle + c.host_copy_wait + c.optimizer +
+                  c.comm_contention,
+              slow.breakdown.compute + slow.breakdown.recompute + slow.breakdown.optimizer,
+              1e-9 * slow.step_time_s);
 }
 
 TEST(StepSimulation, DefaultScenarioMfuIsInTheBandTheLlama3PaperMeasured) {
