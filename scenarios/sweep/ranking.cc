@@ -61,7 +61,10 @@ void collapse_identical_plans(const ScenarioSpec& scenario, SweepOutcome& o) {
     o.ranked[k].preferred_because.clear();
     groups[result_key(o, o.ranked[k])].push_back(k);
   }
-  for (auto& [key, members] : groups) {
+  for (auto& group : groups) {
+    // A named reference, not a structured binding: lambdas below capture it
+    // (capturing a binding needs clang 16; Debian 12 ships clang 14).
+    const std::vector<size_t>& members = group.second;
     if (members.size() < 2) continue;
     std::vector<TwinFacts> facts;
     for (size_t k : members) facts.push_back(twin_facts(scenario, o.candidates[o.ranked[k].index]));

@@ -224,7 +224,6 @@ TEST(MeshAllToAll, UsesEveryLinkOnce) {
   }
   EXPECT_EQ(used.size(), f.link_count());
   for (uint32_t l = 0; l < f.link_count(); ++l) EXPECT_EQ(used.count(l), 1u) << l;
-  const CollectiveParams p;
   // Every link busy with S/8 at once: the whole exchange in S/8 / 48 GB/s.
   const double latency = r.plan.phases.front().latency_s;
   EXPECT_NEAR(r.time_s - latency, S / 8 / 48e9, 1e-9);

@@ -9,6 +9,15 @@ podsim_packages=(cmake ninja-build g++ pkg-config
   libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
 
+# podsim_preset_packages PRESET: add what PRESET needs beyond the default
+# (the sanitized presets build with clang; libFuzzer and the sanitizer
+# runtimes come with libclang-rt-dev).
+podsim_preset_packages() {
+  case "$1" in
+    asan | fuzz) podsim_packages+=(clang libclang-rt-dev) ;;
+  esac
+}
+
 podsim_install_missing() {
   local missing=()
   local p
