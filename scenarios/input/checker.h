@@ -66,7 +66,8 @@ class Checker {
 };
 
 /// Converts one JSON value by its declaration (type, unit, range). On failure
-/// returns nullopt and sets `message`/`hint`. Also used for declared defaults.
+/// returns nullopt and sets `message`/`hint`. Also used for declared defaults
+/// (checker_values.cc, with declared_default and pattern_of).
 std::optional<CheckedValue> convert_value(const nlohmann::json& value, const KeyDecl& decl,
                                           std::string& message, std::string& hint);
 
@@ -76,5 +77,9 @@ CheckedValue declared_default(const KeyDecl& decl);
 
 /// "/cluster/scale_out/tiers/3/name" -> "/cluster/scale_out/tiers/*/name".
 std::string pattern_of(std::string_view path);
+
+/// "a string (\"x\")", "an array", ... of a JSON value, for "expected X, got Y"
+/// (checker_values.cc).
+std::string json_kind(const nlohmann::json& value);
 
 }  // namespace podsim::scenarios

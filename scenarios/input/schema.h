@@ -109,7 +109,8 @@ std::string_view kind_text(const KeyDecl& decl);
 std::string default_text(const KeyDecl& decl);
 
 /// The declaration tables as text for `podsim describe` (aligned columns),
-/// then every software preset's mechanisms with their sources.
+/// then every software preset's mechanisms with their sources
+/// (schema_describe.cc).
 std::string describe_text();
 /// The declaration tables as one JSON document (a string, pretty-printed).
 std::string describe_json_text();
