@@ -14,6 +14,7 @@
 namespace podsim::strategies {
 namespace {
 
+using testing::built_schedule;
 using testing::preset_job;
 
 /// Llama 3 8B, one sequence of 8192 tokens per micro-batch, no parallelism.
@@ -356,15 +357,9 @@ Job fp8_pipeline_job() {
   return job;
 }
 
-Schedule build(const Job& job) {
-  BuildResult r = build_schedule(job, Scope::kRepresentatives);
-  for (const PlanProblem& p : r.problems) ADD_FAILURE() << p.path << ": " << p.message;
-  return std::move(*r.schedule);
-}
-
 TEST(Fp8Amax, DelayedScalingReducesOncePerChunkAndPassOverTheWholeStage) {
   const Job job = fp8_pipeline_job();
-  const Schedule s = build(job);
+  const Schedule s = built_schedule(job, Scope::kRepresentatives);
   const int64_t chunk_passes = micro_batches(job) * job.plan.virtual_stages;  // 8 x 2
   // Per chunk: 2 layers x 4 fp8 GEMMs (qkv, attn_out, fc1, fc2), one fp32
   // amax per tensor: 3 per GEMM forward, 2 backward; over tp x dp = 4 ranks.
@@ -382,17 +377,17 @@ TEST(Fp8Amax, DelayedScalingReducesOncePerChunkAndPassOverTheWholeStage) {
 TEST(Fp8Amax, OnlyDelayedScalingWithTheReductionOnPaysIt) {
   Job job = fp8_pipeline_job();
   job.plan.recompute.mode = RecomputeMode::kFull;  // a recompute does not reduce
-  EXPECT_TRUE(amax_reductions(build(job), 0, TaskKind::kRecompute).empty());
-  EXPECT_FALSE(amax_reductions(build(job), 0, TaskKind::kForward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(job, Scope::kRepresentatives), 0, TaskKind::kRecompute).empty());
+  EXPECT_FALSE(amax_reductions(built_schedule(job, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
   Job bf16 = fp8_pipeline_job();
   bf16.training.precision = sim::NumberFormat::kBf16;
-  EXPECT_TRUE(amax_reductions(build(bf16), 0, TaskKind::kForward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(bf16, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
   Job current = fp8_pipeline_job();
   current.training.recipe = PrecisionRecipe::kTensorwise;  // local scales
-  EXPECT_TRUE(amax_reductions(build(current), 0, TaskKind::kForward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(current, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
   Job off = fp8_pipeline_job();
   off.software.fp8.amax_all_reduce = false;
-  EXPECT_TRUE(amax_reductions(build(off), 0, TaskKind::kBackward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(off, Scope::kRepresentatives), 0, TaskKind::kBackward).empty());
 }
 
 TEST(Fp8Amax, CurrentScalingReducesEachSequenceParallelOperandsAmaxOverTp) {

@@ -1,9 +1,13 @@
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "strategies/job.h"
+#include "strategies/schedule.h"
 #include "tests/strategies/model_presets.h"
 
 namespace podsim::strategies::testing {
@@ -17,6 +21,13 @@ inline Job preset_job(std::string_view model, int64_t seq_len, int64_t global_ba
   job.training.global_batch = global_batch;
   job.training.micro_batch = micro_batch;
   return job;
+}
+
+/// The schedule of a job that must build: each problem fails the test.
+inline Schedule built_schedule(const Job& job, Scope scope) {
+  BuildResult r = build_schedule(job, scope);
+  for (const PlanProblem& p : r.problems) ADD_FAILURE() << p.path << ": " << p.message;
+  return std::move(*r.schedule);
 }
 
 /// A one-line description of a job's plan for test traces.
