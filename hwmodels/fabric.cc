@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <array>
-#include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
-#include <boost/graph/visitors.hpp>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -12,16 +10,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hwmodels/fabric_detail.h"
+
 namespace podsim::hwmodels {
 namespace {
-
-constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-
-// Directed graph of the fabric, compressed sparse rows (two arrays, no
-// per-edge allocation: ~150k edges for 24K GPUs); the edge property is the
-// FabricLink index.
-using Graph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, uint32_t,
-                                                 boost::no_property, uint32_t, uint32_t>;
 
 /// Capacities of the tier uplinks of the whole cluster, built or not: a
 /// tier-0 switch takes its NICs' links, a group above the sum of its
@@ -113,6 +105,8 @@ std::string shape_text(const std::vector<int>& shape) {
 
 using fabric_detail::built_nodes;
 using fabric_detail::format_rate;
+using fabric_detail::Graph;
+using fabric_detail::kNone;
 using fabric_detail::shape_text;
 
 std::string_view to_string(LinkKind kind) {
@@ -140,71 +134,6 @@ std::string_view to_string(LinkKind kind) {
   }
   return "link";
 }
-
-struct Fabric::Impl {
-  ClusterSpec spec;
-  FabricOptions options;
-  int gpn = 0;     // GPUs per node
-  int npn = 0;     // NICs per node (0 = no scale-out built)
-  int domain = 0;  // GPUs per NVLink domain
-  int gpus_per_nic = 1;
-  int nics_per_gpu = 1;
-  int64_t gpus = 0;
-  bool has_nvlink = false;
-  bool has_network = false;
-  ScaleUpTopology topology = ScaleUpTopology::kSwitch;
-  TorusGrid grid;               // every slice's (kTorus)
-  std::vector<int> tier_nodes;  // nodes per group, resolved (0 -> all)
-
-  std::vector<FabricVertex> vertices;
-  std::vector<FabricLink> links;
-  std::vector<uint32_t> nvl_up, nvl_down;    // per GPU (kSwitch)
-  std::vector<uint32_t> mesh;                // [gpu x domain + local dst] (kMesh)
-  std::vector<uint32_t> ici;                 // [chip x 6 + 2 axis + (0: +, 1: -)] (kTorus)
-  std::vector<uint32_t> pcie_up, pcie_down;  // per GPU-NIC attachment
-  std::vector<uint32_t> nic_up, nic_down;    // per NIC
-  std::vector<uint32_t> nic_switch;          // per NIC: first-tier switch vertex
-  std::vector<uint32_t> up_link, down_link;  // per vertex (switches), kNone at top
-  uint32_t first_nvswitch = 0, first_nic = 0;
-  std::unique_ptr<Graph> graph;
-
-  uint32_t add_vertex(FabricVertex v) {
-    vertices.push_back(v);
-    return static_cast<uint32_t>(vertices.size() - 1);
-  }
-  uint32_t add_link(uint32_t from, uint32_t to, LinkKind kind, double cap, double lat,
-                    bool constrained) {
-    links.push_back(FabricLink{from, to, kind, cap, lat, constrained});
-    return static_cast<uint32_t>(links.size() - 1);
-  }
-
-  int node_of(int64_t gpu) const { return static_cast<int>(gpu / gpn); }
-  int local_of(int64_t gpu) const { return static_cast<int>(gpu % gpn); }
-
-  // Local NIC index (rail) of a GPU's j-th NIC.
-  int local_nic(int local_gpu, int j) const {
-    if (nics_per_gpu > 1) return local_gpu * nics_per_gpu + j;
-    return local_gpu / gpus_per_nic;
-  }
-  int pick(uint64_t hash) const {
-    return static_cast<int>(hash % static_cast<uint64_t>(nics_per_gpu));
-  }
-  int64_t nic_of(int64_t gpu, uint64_t hash) const {
-    return static_cast<int64_t>(node_of(gpu)) * npn + local_nic(local_of(gpu), pick(hash));
-  }
-  uint32_t pcie_index(int64_t gpu, int j) const {
-    return static_cast<uint32_t>(gpu * nics_per_gpu + j);
-  }
-  void check_gpu(int64_t gpu) const {
-    if (gpu < 0 || gpu >= gpus) {
-      throw std::out_of_range("fabric: GPU " + std::to_string(gpu) + " is outside 0.." +
-                              std::to_string(gpus - 1));
-    }
-  }
-  FabricPath path(int64_t src, int64_t dst, uint64_t hash) const;
-  // Links from src to dst inside their (common) scale-up domain, appended.
-  void push_scale_up(int64_t src, int64_t dst, FabricPath& p) const;
-};
 
 Fabric::Fabric(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Fabric::Fabric(Fabric&&) noexcept = default;
@@ -501,186 +430,6 @@ std::string Fabric::summary() const {
     os << "\n";
   }
   return os.str();
-}
-
-FabricPath Fabric::Impl::path(int64_t src, int64_t dst, uint64_t hash) const {
-  FabricPath p;
-  auto push = [&](uint32_t l) {
-    p.links.push_back(l);
-    p.latency_s += links[l].latency_s;
-  };
-  if (src == kInNetwork || dst == kInNetwork) {
-    const int64_t gpu = src == kInNetwork ? dst : src;
-    if (gpu == kInNetwork) throw std::invalid_argument("fabric: both endpoints are in-network");
-    check_gpu(gpu);
-    if (!has_nvlink || topology != ScaleUpTopology::kSwitch) {
-      throw std::invalid_argument("fabric: in-network endpoint needs an NVSwitch domain");
-    }
-    push(src == kInNetwork ? nvl_down[static_cast<size_t>(gpu)] : nvl_up[static_cast<size_t>(gpu)]);
-    return p;
-  }
-  check_gpu(src);
-  check_gpu(dst);
-  if (src == dst) return p;
-  if (has_nvlink && src / domain == dst / domain) {
-    push_scale_up(src, dst, p);
-    return p;
-  }
-  if (!has_network) throw std::logic_error("fabric: no network between NVLink domains");
-  const int j_src = pick(hash);
-  const int j_dst = pick(hash);
-  int64_t from = src;
-  int64_t nic_a = nic_of(src, hash);
-  const int64_t nic_b = nic_of(dst, hash);
-  int j_from = j_src;
-  const int rail_b = static_cast<int>(nic_b % npn);
-  if (spec.scale_out.rail_optimized && nic_a % npn != rail_b) {
-    // PXN: hop over NVLink to the GPU of this node that sits on the
-    // destination's rail (same position among the GPUs sharing that NIC).
-    const int node = node_of(src);
-    int local = 0;
-    int j = 0;
-    if (nics_per_gpu > 1) {
-      local = rail_b / nics_per_gpu;
-      j = rail_b % nics_per_gpu;
-    } else {
-      local = rail_b * gpus_per_nic + local_of(src) % gpus_per_nic;
-    }
-    const int64_t proxy = static_cast<int64_t>(node) * gpn + local;
-    if (proxy == src || (has_nvlink && proxy / domain == src / domain)) {
-      if (proxy != src) push_scale_up(src, proxy, p);  // else: another NIC of the same GPU
-      from = proxy;
-      j_from = j;
-      nic_a = static_cast<int64_t>(node) * npn + rail_b;
-    }
-  }
-  push(pcie_up[pcie_index(from, j_from)]);
-  push(nic_up[static_cast<size_t>(nic_a)]);
-  uint32_t s = nic_switch[static_cast<size_t>(nic_a)];
-  uint32_t d = nic_switch[static_cast<size_t>(nic_b)];
-  std::vector<uint32_t> downs;
-  while (s != d) {
-    if (up_link[s] == kNone || down_link[d] == kNone) {
-      throw std::logic_error("fabric: no route between GPU " + std::to_string(src) + " and GPU " +
-                             std::to_string(dst));
-    }
-    push(up_link[s]);
-    downs.push_back(down_link[d]);
-    s = links[up_link[s]].to;
-    d = links[down_link[d]].from;
-  }
-  for (auto it = downs.rbegin(); it != downs.rend(); ++it) push(*it);
-  push(nic_down[static_cast<size_t>(nic_b)]);
-  push(pcie_down[pcie_index(dst, j_dst)]);
-  return p;
-}
-
-void Fabric::Impl::push_scale_up(int64_t src, int64_t dst, FabricPath& p) const {
-  auto push = [&](uint32_t l) {
-    p.links.push_back(l);
-    p.latency_s += links[l].latency_s;
-  };
-  switch (topology) {
-    case ScaleUpTopology::kSwitch:
-      push(nvl_up[static_cast<size_t>(src)]);
-      push(nvl_down[static_cast<size_t>(dst)]);
-      return;
-    case ScaleUpTopology::kMesh:
-      push(mesh[static_cast<size_t>(src * domain + dst % domain)]);
-      return;
-    case ScaleUpTopology::kTorus: {
-      // Dimension-order routing: all of x, then y, then z.
-      const int64_t first = src / domain * domain;
-      std::array<int, 3> at = grid.coords(src - first);
-      const std::array<int, 3> to = grid.coords(dst - first);
-      for (int axis = 0; axis < grid.dims(); ++axis) {
-        const auto a = static_cast<size_t>(axis);
-        const int n = grid.shape[a];
-        int steps = grid.steps(axis, at[a], to[a]);
-        const int dir = steps > 0 ? 1 : -1;
-        for (; steps != 0; steps -= dir) {
-          const int64_t chip = first + grid.chip(at);
-          push(ici[static_cast<size_t>(chip * 6 + 2 * axis + (dir > 0 ? 0 : 1))]);
-          at[a] = (at[a] + dir + n) % n;
-        }
-      }
-      return;
-    }
-  }
-}
-
-FabricPath Fabric::path(int64_t src, int64_t dst, uint64_t flow_hash) const {
-  return impl_->path(src, dst, flow_hash);
-}
-
-int Fabric::bfs_hop_count(int64_t src, int64_t dst) const {
-  impl_->check_gpu(src);
-  impl_->check_gpu(dst);
-  std::vector<int> dist(impl_->vertices.size(), -1);
-  dist[static_cast<size_t>(src)] = 0;
-  const Graph& g = *impl_->graph;
-  boost::breadth_first_search(
-      g, static_cast<Graph::vertex_descriptor>(src),
-      boost::visitor(boost::make_bfs_visitor(boost::record_distances(
-          boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)),
-          boost::on_tree_edge()))));
-  return dist[static_cast<size_t>(dst)];
-}
-
-FabricInstance Fabric::instantiate(sim::Engine& engine,
-                                   std::span<const double> capacity_factor) const {
-  return FabricInstance(this, &engine,
-                        std::vector<double>(capacity_factor.begin(), capacity_factor.end()));
-}
-
-std::vector<uint32_t> Fabric::nic_links(int64_t nic) const {
-  std::vector<uint32_t> out;
-  for (uint32_t l = 0; l < impl_->links.size(); ++l) {
-    const FabricLink& k = impl_->links[l];
-    const uint32_t end = k.kind == LinkKind::kNicUp ? k.from : k.to;
-    const FabricVertex& v = impl_->vertices[end];
-    if ((k.kind == LinkKind::kNicUp || k.kind == LinkKind::kNicDown) &&
-        v.kind == VertexKind::kNic && v.index == nic) {
-      out.push_back(l);
-    }
-  }
-  return out;
-}
-
-Route FabricInstance::route(int64_t src, int64_t dst, uint64_t flow_hash) const {
-  const FabricPath p = fabric_->path(src, dst, flow_hash);
-  Route r;
-  r.latency_s = p.latency_s;
-  r.hops.reserve(p.links.size());
-  for (uint32_t l : p.links) {
-    if (has_engine_link(l)) r.hops.push_back(sim::PathHop{engine_link(l), 1});
-  }
-  return r;
-}
-
-double FabricInstance::capacity_factor(uint32_t fabric_link) const {
-  return capacity_factor_.empty() ? 1.0 : capacity_factor_.at(fabric_link);
-}
-
-bool FabricInstance::has_engine_link(uint32_t fabric_link) const {
-  // A degraded link may become the bottleneck its healthy self never was.
-  return fabric_->link(fabric_link).constrained || !fabric_->options().prune_unconstrained ||
-         capacity_factor(fabric_link) < 1;
-}
-
-sim::LinkId FabricInstance::engine_link(uint32_t fabric_link) const {
-  if (!has_engine_link(fabric_link)) {
-    throw std::invalid_argument("fabric link " + std::to_string(fabric_link) +
-                                " has no engine link (never a bottleneck)");
-  }
-  const auto [it, added] = engine_links_.try_emplace(fabric_link, 0);
-  if (added) {
-    it->second = engine_
-                     ->add_link(fabric_->link(fabric_link).capacity_bytes_per_s *
-                                capacity_factor(fabric_link))
-                     .index;
-  }
-  return sim::LinkId{it->second};
 }
 
 }  // namespace podsim::hwmodels
