@@ -367,17 +367,20 @@ KernelCost GpuModel::flash_kernel_time(const AttentionShape& s, Pass pass, Atten
                 params_.mem_latency_s);
 }
 
-KernelCost GpuModel::memory_bound_time(double bytes, double flops,
-                                       sim::NumberFormat /*format*/) const {
+KernelCost GpuModel::memory_bound_time(double bytes, double flops, sim::NumberFormat /*format*/,
+                                       double bandwidth_fraction) const {
   if (bytes < 0 || flops < 0) {
     throw std::invalid_argument("memory_bound_time: bytes and flops must be >= 0");
+  }
+  if (!(bandwidth_fraction > 0 && bandwidth_fraction <= 1)) {
+    throw std::invalid_argument("memory_bound_time: bandwidth_fraction must be in (0, 1]");
   }
   // Elementwise arithmetic runs on the SM FP32 units whatever the storage
   // format (bf16/fp16 are widened); the format only changes the bytes, which
   // the caller counted.
   const double simt = gpu_.peak(sim::NumberFormat::kFp32);
-  return finish(flops, bytes, simt, params_.simt_fraction, achievable_bandwidth(bytes),
-                params_.mem_latency_s);
+  return finish(flops, bytes, simt, params_.simt_fraction,
+                bandwidth_fraction * achievable_bandwidth(bytes), params_.mem_latency_s);
 }
 
 }  // namespace podsim::hwmodels

@@ -171,8 +171,11 @@ class GpuModel {
 
   /// A memory-bound kernel (norm, softmax, elementwise, optimizer) moving
   /// `bytes` and doing `flops` on the SM FP32 units. Uses L2 bandwidth when
-  /// `bytes` fits in L2, else HBM, with the size ramp of mem_latency_s.
-  KernelCost memory_bound_time(double bytes, double flops, sim::NumberFormat format) const;
+  /// `bytes` fits in L2, else HBM, with the size ramp of mem_latency_s. A
+  /// kernel that reaches only a fraction of what a hand-written one streams
+  /// (a generated reduction) passes it as `bandwidth_fraction`, in (0, 1].
+  KernelCost memory_bound_time(double bytes, double flops, sim::NumberFormat format,
+                               double bandwidth_fraction = 1.0) const;
 
   /// Achievable bandwidth of a memory-bound kernel moving `bytes`, before the
   /// fixed latency (bytes/s): HBM or L2 peak x fraction.

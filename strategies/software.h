@@ -38,6 +38,10 @@ struct ElementwisePolicy {
   /// A compiler fuses every chain of element-wise ops between extern kernels
   /// (GEMMs, attention, collectives) into one kernel (Inductor, XLA).
   bool compiled = false;
+  /// With `compiled`: the fraction of a hand-written kernel's memory
+  /// bandwidth the compiler's normalization kernels (residual add + norm
+  /// forward, norm backward) reach, in (0, 1].
+  double compiled_norm_bandwidth = 1;
 };
 
 /// The softmax cross-entropy over the vocabulary.

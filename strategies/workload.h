@@ -54,6 +54,9 @@ struct AttentionShape {
 struct MemoryBoundShape {
   double bytes = 0;
   double flops = 0;
+  /// Fraction of a hand-written kernel's bandwidth the framework's kernel
+  /// reaches (ElementwisePolicy::compiled_norm_bandwidth), in (0, 1].
+  double bandwidth_fraction = 1;
 };
 
 /// A collective inside a work, among the rank's group of `dim` (tp, cp or ep).

@@ -83,6 +83,11 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   e.residual = pick(choice("/software/elementwise/residual"), chains, e.residual);
   e.repeat_kv = yes("/software/elementwise/repeat_kv", e.repeat_kv);
   e.compiled = yes("/software/elementwise/compiled", e.compiled);
+  if (const std::optional<double> fraction =
+          number("/software/elementwise/compiled_norm_bandwidth")) {
+    record("/software/elementwise/compiled_norm_bandwidth", format_number(*fraction));
+    e.compiled_norm_bandwidth = *fraction;
+  }
 
   const std::pair<const char*, LossImpl> losses[] = {
       {"vocab_parallel_fp32", LossImpl::kVocabParallelFp32},

@@ -75,6 +75,9 @@ constexpr KeyDecl kSoftwareKeys[] = {
                  "grouped K/V heads are copied to the full head count before attention"),
   mechanism_flag("/software/elementwise/compiled",
                  "a compiler fuses every element-wise chain between GEMMs, attention and collectives"),
+  number("/software/elementwise/compiled_norm_bandwidth", kDefault, "1", 0, 1, true,
+         "with compiled: fraction of a hand-written kernel's memory bandwidth the compiler's "
+         "normalization kernels reach (residual add + norm forward, norm backward)"),
   sources("/software/elementwise/sources"),
 
   object("/software/loss", kRequired, "the softmax cross-entropy over the vocabulary"),

@@ -207,8 +207,13 @@ std::vector<std::optional<size_t>> best_per_target(const SweepOutcome& o) {
 
 std::string price_text(const SweepTarget& t) {
   if (!t.price_per_gpu_hour) return "no price";
-  return "$" + fixed(*t.price_per_gpu_hour, 2) + "/GPU-h" +
-         (t.list_price ? " (list)" : " (reference)");
+  // Appended piece by piece: GCC 12 flags '"$" + std::string&&' with a false
+  // -Wstringop-overflow.
+  std::string text = "$";
+  text += fixed(*t.price_per_gpu_hour, 2);
+  text += "/GPU-h";
+  text += t.list_price ? " (list)" : " (reference)";
+  return text;
 }
 
 std::string tokens_text(double tokens) {

@@ -453,7 +453,8 @@ hwmodels::KernelCost price_op(const Op& op, const hwmodels::GpuModel& gpu,
       // pays its own latency and launch.
       const double kernels = static_cast<double>(std::max(1, op.kernels));
       hwmodels::KernelCost cost =
-          gpu.memory_bound_time(op.memory.bytes / kernels, op.memory.flops / kernels, op.format);
+          gpu.memory_bound_time(op.memory.bytes / kernels, op.memory.flops / kernels, op.format,
+                                op.memory.bandwidth_fraction);
       cost.time_s *= kernels;
       cost.flops *= kernels;
       cost.bytes *= kernels;

@@ -43,6 +43,7 @@ void append_ops(std::string& key, const std::vector<strategies::Op>& ops) {
       case strategies::OpKind::kMemoryBound:
         append(key, op.memory.bytes);
         append(key, op.memory.flops);
+        append(key, op.memory.bandwidth_fraction);
         break;
       case strategies::OpKind::kCollective:
         append(key, op.collective.dim);

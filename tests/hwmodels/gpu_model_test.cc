@@ -421,6 +421,21 @@ TEST(MemoryBoundTime, LargeKernelsReachTriadBandwidthSmallOnesPayFixedCosts) {
   EXPECT_THROW(m.memory_bound_time(-1, 0, NumberFormat::kBf16), std::invalid_argument);
 }
 
+TEST(MemoryBoundTime, AKernelAtHalfTheBandwidthTakesTwiceTheStreamingTime) {
+  const GpuModel m(h100());
+  const double bytes = 4e9;
+  const KernelCost full = m.memory_bound_time(bytes, 0, NumberFormat::kBf16);
+  const KernelCost half = m.memory_bound_time(bytes, 0, NumberFormat::kBf16, 0.5);
+  // The fixed latency (inside memory_s) is not scaled: only the streaming
+  // part doubles.
+  const double streaming = full.memory_s - m.params().mem_latency_s;
+  EXPECT_NEAR(half.memory_s - m.params().mem_latency_s, 2 * streaming, 1e-12);
+  EXPECT_NEAR(half.time_s - full.time_s, streaming, 1e-12);
+  EXPECT_DOUBLE_EQ(half.bytes, full.bytes);
+  EXPECT_THROW(m.memory_bound_time(bytes, 0, NumberFormat::kBf16, 0), std::invalid_argument);
+  EXPECT_THROW(m.memory_bound_time(bytes, 0, NumberFormat::kBf16, 1.5), std::invalid_argument);
+}
+
 TEST(MemoryModel, OutsideTheAllocatorIsTheContextAndNcclBuffersPerCommunicator) {
   MemoryReservationParams p;
   // An 8-GPU NVLink communicator (32 rings) and a send/recv pair (2 peers x

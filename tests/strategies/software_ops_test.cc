@@ -84,6 +84,27 @@ TEST(ElementwiseOps, CompiledFusesTheChainsBetweenGemms) {
   EXPECT_LT(fwd.bytes_per_n, elementwise(llama8b(torchtitan_eager()), Pass::kForward).bytes_per_n);
 }
 
+TEST(ElementwiseOps, OnlyACompilersNormKernelsRunAtItsNormBandwidth) {
+  ElementwisePolicy compiled = torchtitan_eager();
+  compiled.compiled = true;
+  compiled.compiled_norm_bandwidth = 0.5;
+  ElementwisePolicy eager = torchtitan_eager();
+  eager.compiled_norm_bandwidth = 0.5;  // no compiler: the value is not used
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    int compiled_norms = 0;
+    for (const Op& op : layer_ops(llama8b(compiled), pass)) {
+      if (op.kind != OpKind::kMemoryBound) continue;
+      const bool norm = op.name.find("norm") != std::string::npos;
+      EXPECT_DOUBLE_EQ(op.memory.bandwidth_fraction, norm ? 0.5 : 1.0) << op.name;
+      compiled_norms += norm ? 1 : 0;
+    }
+    EXPECT_GT(compiled_norms, 0);
+    for (const Op& op : layer_ops(llama8b(eager), pass)) {
+      EXPECT_DOUBLE_EQ(op.memory.bandwidth_fraction, 1.0) << op.name;
+    }
+  }
+}
+
 double loss_bytes_per_logit(LossImpl loss) {
   Job job = preset_job("llama3-8b", 8192, 8, 1);
   job.software.loss = loss;

@@ -172,6 +172,25 @@ TEST(Software, KeysAddedAfterV11AreOptionalInAFullObject) {
       << problems_text(r.problems());
 }
 
+TEST(Software, CompiledNormBandwidthIsAFractionThatDefaultsToOne) {
+  json scenario = base_scenario();
+  scenario["software"] = "torchtitan-compile";
+  EXPECT_DOUBLE_EQ(read_ok(scenario).software.elementwise.compiled_norm_bandwidth, 0.5);
+  // A complete object written before the key existed reads with 1.
+  json full = *builtin_presets().find("software", "torchtitan-compile");
+  full["elementwise"].erase("compiled_norm_bandwidth");
+  full["elementwise"]["sources"].erase("compiled_norm_bandwidth");
+  scenario["software"] = full;
+  EXPECT_DOUBLE_EQ(read_ok(scenario).software.elementwise.compiled_norm_bandwidth, 1.0);
+  for (const double bad : {0.0, 1.5}) {
+    scenario["software"] = {{"base", "torchtitan-compile"},
+                            {"elementwise", {{"compiled_norm_bandwidth", bad}}}};
+    const Result<ScenarioSpec> r = read(scenario);
+    EXPECT_TRUE(has_problem(r.problems(), "/software/elementwise/compiled_norm_bandwidth", ""))
+        << bad << ": " << problems_text(r.problems());
+  }
+}
+
 TEST(Software, GradientsTravelInTheFormatTheFrameworkReducesThemIn) {
   json scenario = base_scenario();
   EXPECT_EQ(read_ok(scenario).options.grad_format, sim::NumberFormat::kFp32);  // megatron-core
