@@ -12,7 +12,8 @@
 //   residual add and the next norm in one kernel and the grouped-K/V copy
 //   folded into the rotary kernel (Inductor fuses every chain between extern
 //   kernels; the block boundary keeps the last add apart); the norm kernels
-//   stream at the software's compiled_norm_bandwidth of a hand-written one.
+//   stream at the software's compiled_norm_{forward,backward}_bandwidth of a
+//   hand-written one.
 #include <string>
 
 #include "strategies/op_builder.h"
@@ -39,10 +40,13 @@ constexpr double kEagerSwigluBytes = 10, kEagerSwigluBwdBytes = 18;
 constexpr int32_t kEagerSwigluBwdKernels = 3;
 
 bool compiled(const Job& job) { return job.software.elementwise.compiled; }
-// What a compiler's normalization kernel streams against a hand-written one
+// What a compiler's normalization kernels stream against hand-written ones
 // (1 when the software does not compile).
-double norm_bandwidth(const Job& job) {
-  return compiled(job) ? job.software.elementwise.compiled_norm_bandwidth : 1.0;
+double norm_forward_bandwidth(const Job& job) {
+  return compiled(job) ? job.software.elementwise.compiled_norm_forward_bandwidth : 1.0;
+}
+double norm_backward_bandwidth(const Job& job) {
+  return compiled(job) ? job.software.elementwise.compiled_norm_backward_bandwidth : 1.0;
 }
 bool eager(ChainImpl impl, const Job& job) { return impl == ChainImpl::kEager && !compiled(job); }
 
@@ -56,7 +60,7 @@ void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* na
   Op& op = fp32_eager
                ? b.memory(name, kEagerNormBytes * elems, norm_flops(job) * elems, kEagerNormKernels)
                : b.memory(name, 2 * elems * r.e, norm_flops(job) * elems);
-  op.memory.bandwidth_fraction = norm_bandwidth(job);
+  op.memory.bandwidth_fraction = norm_forward_bandwidth(job);
   op.saved_bytes = elems * r.e;
 }
 
@@ -66,7 +70,7 @@ void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* n
   if (job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job)) {
     b.memory(name, kEagerNormBwdBytes * elems, flops, kEagerNormBwdKernels);
   } else {
-    b.memory(name, 5 * elems * r.e, flops).memory.bandwidth_fraction = norm_bandwidth(job);
+    b.memory(name, 5 * elems * r.e, flops).memory.bandwidth_fraction = norm_backward_bandwidth(job);
   }
 }
 
@@ -107,7 +111,7 @@ void residual_norm_forward(const Job& job, const RankShape& r, Builder& b, const
       (kResidualFlops + (r.dropout ? kDropoutFlops : 0.0) + norm_flops(job)) * elems;
   Op& op = b.memory(std::string(residual) + "_" + norm, 4 * elems * r.e + (r.dropout ? elems : 0.0),
                     flops);
-  op.memory.bandwidth_fraction = norm_bandwidth(job);
+  op.memory.bandwidth_fraction = norm_forward_bandwidth(job);
   op.saved_bytes = elems * r.e + (r.dropout ? elems : 0.0);
 }
 

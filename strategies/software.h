@@ -39,9 +39,10 @@ struct ElementwisePolicy {
   /// (GEMMs, attention, collectives) into one kernel (Inductor, XLA).
   bool compiled = false;
   /// With `compiled`: the fraction of a hand-written kernel's memory
-  /// bandwidth the compiler's normalization kernels (residual add + norm
-  /// forward, norm backward) reach, in (0, 1].
-  double compiled_norm_bandwidth = 1;
+  /// bandwidth the compiler's normalization kernels reach, in (0, 1]: the
+  /// forward (residual add + norm) and the backward (its dx and dweight).
+  double compiled_norm_forward_bandwidth = 1;
+  double compiled_norm_backward_bandwidth = 1;
 };
 
 /// The softmax cross-entropy over the vocabulary.

@@ -55,7 +55,7 @@ struct MemoryBoundShape {
   double bytes = 0;
   double flops = 0;
   /// Fraction of a hand-written kernel's bandwidth the framework's kernel
-  /// reaches (ElementwisePolicy::compiled_norm_bandwidth), in (0, 1].
+  /// reaches (ElementwisePolicy::compiled_norm_*_bandwidth), in (0, 1].
   double bandwidth_fraction = 1;
 };
 

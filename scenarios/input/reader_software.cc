@@ -83,10 +83,15 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   e.residual = pick(choice("/software/elementwise/residual"), chains, e.residual);
   e.repeat_kv = yes("/software/elementwise/repeat_kv", e.repeat_kv);
   e.compiled = yes("/software/elementwise/compiled", e.compiled);
-  if (const std::optional<double> fraction =
-          number("/software/elementwise/compiled_norm_bandwidth")) {
-    record("/software/elementwise/compiled_norm_bandwidth", format_number(*fraction));
-    e.compiled_norm_bandwidth = *fraction;
+  const std::pair<const char*, double*> norm_bandwidths[] = {
+      {"/software/elementwise/compiled_norm_forward_bandwidth", &e.compiled_norm_forward_bandwidth},
+      {"/software/elementwise/compiled_norm_backward_bandwidth",
+       &e.compiled_norm_backward_bandwidth}};
+  for (const auto& [path, field] : norm_bandwidths) {
+    if (const std::optional<double> fraction = number(path)) {
+      record(path, format_number(*fraction));
+      *field = *fraction;
+    }
   }
 
   const std::pair<const char*, LossImpl> losses[] = {

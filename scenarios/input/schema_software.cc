@@ -75,9 +75,11 @@ constexpr KeyDecl kSoftwareKeys[] = {
                  "grouped K/V heads are copied to the full head count before attention"),
   mechanism_flag("/software/elementwise/compiled",
                  "a compiler fuses every element-wise chain between GEMMs, attention and collectives"),
-  number("/software/elementwise/compiled_norm_bandwidth", kDefault, "1", 0, 1, true,
+  number("/software/elementwise/compiled_norm_forward_bandwidth", kDefault, "1", 0, 1, true,
          "with compiled: fraction of a hand-written kernel's memory bandwidth the compiler's "
-         "normalization kernels reach (residual add + norm forward, norm backward)"),
+         "normalization forward (residual add + norm) reaches"),
+  number("/software/elementwise/compiled_norm_backward_bandwidth", kDefault, "1", 0, 1, true,
+         "with compiled: the same for the normalization backward (dx and dweight)"),
   sources("/software/elementwise/sources"),
 
   object("/software/loss", kRequired, "the softmax cross-entropy over the vocabulary"),

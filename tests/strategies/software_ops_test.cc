@@ -84,18 +84,21 @@ TEST(ElementwiseOps, CompiledFusesTheChainsBetweenGemms) {
   EXPECT_LT(fwd.bytes_per_n, elementwise(llama8b(torchtitan_eager()), Pass::kForward).bytes_per_n);
 }
 
-TEST(ElementwiseOps, OnlyACompilersNormKernelsRunAtItsNormBandwidth) {
+TEST(ElementwiseOps, OnlyACompilersNormKernelsRunAtItsNormBandwidths) {
   ElementwisePolicy compiled = torchtitan_eager();
   compiled.compiled = true;
-  compiled.compiled_norm_bandwidth = 0.5;
+  compiled.compiled_norm_forward_bandwidth = 0.8;
+  compiled.compiled_norm_backward_bandwidth = 0.4;
   ElementwisePolicy eager = torchtitan_eager();
-  eager.compiled_norm_bandwidth = 0.5;  // no compiler: the value is not used
+  eager.compiled_norm_forward_bandwidth = 0.8;  // no compiler: the values are not used
+  eager.compiled_norm_backward_bandwidth = 0.4;
   for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const double norm_fraction = pass == Pass::kForward ? 0.8 : 0.4;
     int compiled_norms = 0;
     for (const Op& op : layer_ops(llama8b(compiled), pass)) {
       if (op.kind != OpKind::kMemoryBound) continue;
       const bool norm = op.name.find("norm") != std::string::npos;
-      EXPECT_DOUBLE_EQ(op.memory.bandwidth_fraction, norm ? 0.5 : 1.0) << op.name;
+      EXPECT_DOUBLE_EQ(op.memory.bandwidth_fraction, norm ? norm_fraction : 1.0) << op.name;
       compiled_norms += norm ? 1 : 0;
     }
     EXPECT_GT(compiled_norms, 0);

@@ -172,21 +172,28 @@ TEST(Software, KeysAddedAfterV11AreOptionalInAFullObject) {
       << problems_text(r.problems());
 }
 
-TEST(Software, CompiledNormBandwidthIsAFractionThatDefaultsToOne) {
+TEST(Software, CompiledNormBandwidthsAreFractionsThatDefaultToOne) {
   json scenario = base_scenario();
   scenario["software"] = "torchtitan-compile";
-  EXPECT_DOUBLE_EQ(read_ok(scenario).software.elementwise.compiled_norm_bandwidth, 0.5);
-  // A complete object written before the key existed reads with 1.
+  const strategies::ElementwisePolicy preset = read_ok(scenario).software.elementwise;
+  EXPECT_DOUBLE_EQ(preset.compiled_norm_forward_bandwidth, 0.85);
+  EXPECT_DOUBLE_EQ(preset.compiled_norm_backward_bandwidth, 0.45);
+  // A complete object written before the keys existed reads with 1.
   json full = *builtin_presets().find("software", "torchtitan-compile");
-  full["elementwise"].erase("compiled_norm_bandwidth");
-  full["elementwise"]["sources"].erase("compiled_norm_bandwidth");
+  for (const char* key : {"compiled_norm_forward_bandwidth", "compiled_norm_backward_bandwidth"}) {
+    full["elementwise"].erase(key);
+    full["elementwise"]["sources"].erase(key);
+  }
   scenario["software"] = full;
-  EXPECT_DOUBLE_EQ(read_ok(scenario).software.elementwise.compiled_norm_bandwidth, 1.0);
+  const strategies::ElementwisePolicy older = read_ok(scenario).software.elementwise;
+  EXPECT_DOUBLE_EQ(older.compiled_norm_forward_bandwidth, 1.0);
+  EXPECT_DOUBLE_EQ(older.compiled_norm_backward_bandwidth, 1.0);
   for (const double bad : {0.0, 1.5}) {
     scenario["software"] = {{"base", "torchtitan-compile"},
-                            {"elementwise", {{"compiled_norm_bandwidth", bad}}}};
+                            {"elementwise", {{"compiled_norm_backward_bandwidth", bad}}}};
     const Result<ScenarioSpec> r = read(scenario);
-    EXPECT_TRUE(has_problem(r.problems(), "/software/elementwise/compiled_norm_bandwidth", ""))
+    EXPECT_TRUE(
+        has_problem(r.problems(), "/software/elementwise/compiled_norm_backward_bandwidth", ""))
         << bad << ": " << problems_text(r.problems());
   }
 }
