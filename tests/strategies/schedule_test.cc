@@ -62,7 +62,8 @@ TEST(PipelineBubble, InterleavingDividesTheBubbleByV) {
   // idle / ideal = (p - 1) / (v m).
   for (auto [p, v, m] :
        {std::tuple<int64_t, int64_t, int64_t>{4, 2, 8}, {4, 3, 4}, {2, 4, 6}, {8, 2, 16}}) {
-    const Schedule s = built_schedule(pipeline_job(PipelineSchedule::kInterleavedOneFOneB, p, m, p * v, v), Scope::kEveryRank);
+    const Schedule s = built_schedule(
+        pipeline_job(PipelineSchedule::kInterleavedOneFOneB, p, m, p * v, v), Scope::kEveryRank);
     const auto cost = layer_costs();
     const testing::Timeline tl = evaluate(s, cost);
     ASSERT_EQ(tl.done, s.tasks.size());
@@ -80,8 +81,10 @@ TEST(PipelineBubble, ZeroBubbleH1BeatsOneFOneB) {
   // 3m + 3(p-1); ZB-H1 idles (p-1)(F + B - W) = p-1 (Qi et al. 2023).
   for (auto [p, m] : {std::pair<int64_t, int64_t>{4, 8}, {4, 12}, {8, 16}}) {
     const auto cost = layer_costs(1, 2);
-    const Schedule zb = built_schedule(pipeline_job(PipelineSchedule::kZeroBubble, p, m, p), Scope::kEveryRank);
-    const Schedule fb = built_schedule(pipeline_job(PipelineSchedule::kOneFOneB, p, m, p), Scope::kEveryRank);
+    const Schedule zb =
+        built_schedule(pipeline_job(PipelineSchedule::kZeroBubble, p, m, p), Scope::kEveryRank);
+    const Schedule fb =
+        built_schedule(pipeline_job(PipelineSchedule::kOneFOneB, p, m, p), Scope::kEveryRank);
     const testing::Timeline tz = evaluate(zb, cost);
     const testing::Timeline tf = evaluate(fb, cost);
     ASSERT_EQ(tz.done, zb.tasks.size());
@@ -541,7 +544,8 @@ TEST(TaskList, ReadsBackWhatWasPutWhetherARankIsSharedOrWhole) {
 TEST(ScheduleCounts, OneFOneBTaskCounts) {
   // p = 4, m = 8, no data parallelism: m forwards and m backwards per stage,
   // one send per micro-batch and direction on inner boundaries, one optimizer.
-  const Schedule s = built_schedule(pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8), Scope::kEveryRank);
+  const Schedule s =
+      built_schedule(pipeline_job(PipelineSchedule::kOneFOneB, 4, 8, 8), Scope::kEveryRank);
   ASSERT_EQ(s.ranks.size(), 4u);
   for (size_t ri = 0; ri < 4; ++ri) {
     std::map<TaskKind, int> kinds;

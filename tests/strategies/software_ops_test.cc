@@ -401,17 +401,23 @@ TEST(Fp8Amax, DelayedScalingReducesOncePerChunkAndPassOverTheWholeStage) {
 TEST(Fp8Amax, OnlyDelayedScalingWithTheReductionOnPaysIt) {
   Job job = fp8_pipeline_job();
   job.plan.recompute.mode = RecomputeMode::kFull;  // a recompute does not reduce
-  EXPECT_TRUE(amax_reductions(built_schedule(job, Scope::kRepresentatives), 0, TaskKind::kRecompute).empty());
-  EXPECT_FALSE(amax_reductions(built_schedule(job, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(job, Scope::kRepresentatives), 0, TaskKind::kRecompute)
+                  .empty());
+  EXPECT_FALSE(
+      amax_reductions(built_schedule(job, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
   Job bf16 = fp8_pipeline_job();
   bf16.training.precision = sim::NumberFormat::kBf16;
-  EXPECT_TRUE(amax_reductions(built_schedule(bf16, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(bf16, Scope::kRepresentatives), 0, TaskKind::kForward)
+                  .empty());
   Job current = fp8_pipeline_job();
   current.training.recipe = PrecisionRecipe::kTensorwise;  // local scales
-  EXPECT_TRUE(amax_reductions(built_schedule(current, Scope::kRepresentatives), 0, TaskKind::kForward).empty());
+  EXPECT_TRUE(
+      amax_reductions(built_schedule(current, Scope::kRepresentatives), 0, TaskKind::kForward)
+          .empty());
   Job off = fp8_pipeline_job();
   off.software.fp8.amax_all_reduce = false;
-  EXPECT_TRUE(amax_reductions(built_schedule(off, Scope::kRepresentatives), 0, TaskKind::kBackward).empty());
+  EXPECT_TRUE(amax_reductions(built_schedule(off, Scope::kRepresentatives), 0, TaskKind::kBackward)
+                  .empty());
 }
 
 TEST(Fp8Amax, CurrentScalingReducesEachSequenceParallelOperandsAmaxOverTp) {
