@@ -13,7 +13,10 @@
 //   folded into the rotary kernel (Inductor fuses every chain between extern
 //   kernels; the block boundary keeps the last add apart); the norm kernels
 //   stream at the software's compiled_norm_{forward,backward}_bandwidth of a
-//   hand-written one.
+//   hand-written one. A rotary embedding written with complex numbers keeps
+//   its eager kernels: Inductor generates no code for complex tensors and
+//   runs those ops as ATen fallbacks (torch/_inductor/lowering.py,
+//   unsupported_input_tensor; torchtitan issue #15).
 #include <string>
 
 #include "strategies/op_builder.h"
@@ -31,7 +34,9 @@ namespace {
 constexpr double kEagerNormBytes = 36, kEagerNormBwdBytes = 92;
 constexpr int32_t kEagerNormKernels = 8, kEagerNormBwdKernels = 14;
 // RoPE per tensor: float() r2 w4, complex multiply r4 w4, type_as r4 w2 =
-// 3 kernels, 20 B per element (model.py l.108-113); backward the same.
+// 3 kernels, 20 B per element (model.py l.108-113); backward the same. Under
+// torch.compile too: the complex multiply is an ATen fallback between the
+// two casts, which Inductor cannot fuse across it.
 constexpr double kEagerRopeBytes = 20;
 constexpr int32_t kEagerRopeKernels = 3;
 // SwiGLU eager: silu r2 w2, mul r4 w2 = 2 kernels, 10 B per ffn element;
@@ -138,17 +143,15 @@ RopeSizes rope_sizes(const Job& job, const RankShape& r) {
 void rope_forward(const Job& job, const RankShape& r, Builder& b) {
   if (r.learned_positions) return;
   const RopeSizes s = rope_sizes(job, r);
-  const bool eager_ops =
-      job.software.elementwise.rope == RopeImpl::kEagerFp32Complex && !compiled(job);
-  if (eager_ops) {
+  if (job.software.elementwise.rope == RopeImpl::kEagerFp32Complex) {
     b.memory("rope", kEagerRopeBytes * s.qk, kRopeFlops * s.qk, 2 * kEagerRopeKernels);
   } else {
     b.memory("rope", 2 * s.qk * r.e, kRopeFlops * s.qk);
   }
   if (!s.repeat) return;
   if (compiled(job)) {
-    // K is written expanded by the rotary kernel (full - kv more elements
-    // written) and V copied (kv read, full written): one more kernel.
+    // K is written expanded by the rotary's last kernel (full - kv more
+    // elements written) and V copied (kv read, full written): one more kernel.
     b.memory("repeat_kv", 2 * s.full * r.e, 0);
   } else {
     // expand + reshape of K and V: read the grouped heads, write them all.
@@ -163,9 +166,7 @@ void rope_backward(const Job& job, const RankShape& r, Builder& b) {
   if (s.repeat) {
     b.memory("repeat_kv_bwd", 2 * (s.kv + s.full) * r.e, s.full, compiled(job) ? 1 : 2);
   }
-  const bool eager_ops =
-      job.software.elementwise.rope == RopeImpl::kEagerFp32Complex && !compiled(job);
-  if (eager_ops) {
+  if (job.software.elementwise.rope == RopeImpl::kEagerFp32Complex) {
     b.memory("rope_bwd", kEagerRopeBytes * s.qk, kRopeFlops * s.qk, 2 * kEagerRopeKernels);
   } else {
     b.memory("rope_bwd", 2 * s.qk * r.e, kRopeFlops * s.qk);

@@ -21,7 +21,10 @@ enum class NormImpl : uint8_t {
 };
 enum class RopeImpl : uint8_t {
   kFused,             ///< one kernel over q and k (TE fused_apply_rotary_pos_emb)
-  kEagerFp32Complex,  ///< float(), complex multiply, type_as per tensor (torchtitan)
+  /// float(), complex multiply, type_as per tensor (torchtitan): eager
+  /// kernels even under torch.compile, which falls back to ATen on complex
+  /// tensors.
+  kEagerFp32Complex,
 };
 enum class ChainImpl : uint8_t {
   kFused,  ///< one kernel (jit fusers, bias-dropout-add)

@@ -66,7 +66,8 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_choice("/software/elementwise/norm", "fused|eager_fp32",
                    "one fused kernel, or eager PyTorch ops in fp32"),
   mechanism_choice("/software/elementwise/rope", "fused|eager_fp32_complex",
-                   "rotary embedding: one fused kernel, or eager fp32 complex multiply"),
+                   "rotary embedding: one fused kernel, or eager fp32 complex multiply (its "
+                   "kernels stay under compiled: compilers fall back on complex tensors)"),
   mechanism_choice("/software/elementwise/activation", "fused|eager",
                    "MLP activation: one fused kernel, or one kernel per op"),
   mechanism_choice("/software/elementwise/residual", "fused|eager",

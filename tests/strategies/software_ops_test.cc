@@ -76,12 +76,29 @@ TEST(ElementwiseOps, EagerCostsMoreThanFusedAsTorchtitanWritesIt) {
 TEST(ElementwiseOps, CompiledFusesTheChainsBetweenGemms) {
   ElementwisePolicy compiled = torchtitan_eager();
   compiled.compiled = true;
+  compiled.rope = RopeImpl::kFused;  // a real-valued rotary, which Inductor fuses
   const Tally fwd = elementwise(llama8b(compiled), Pass::kForward);
   // norm 4, RoPE 5, expanded K and copied V 4, residual + norm 8, SwiGLU
   // 21, residual 6: 48 N (notes 2.3: ~49 N, ~6 kernels).
   EXPECT_DOUBLE_EQ(fwd.bytes_per_n, 4 + 5 + 4 + 8 + 21 + 6);
   EXPECT_EQ(fwd.kernels, 6);
   EXPECT_LT(fwd.bytes_per_n, elementwise(llama8b(torchtitan_eager()), Pass::kForward).bytes_per_n);
+}
+
+TEST(ElementwiseOps, ComplexRopeKeepsItsEagerKernelsUnderCompile) {
+  // Inductor runs complex tensors as ATen fallbacks: torchtitan's complex
+  // RoPE costs under compile what it costs eager (20 x 1.25 N, 3 kernels per
+  // tensor each way), where a real-valued one is fused (4 x 1.25 N, 1 kernel).
+  ElementwisePolicy complex_rope = torchtitan_eager();
+  complex_rope.compiled = true;
+  ElementwisePolicy real_rope = complex_rope;
+  real_rope.rope = RopeImpl::kFused;
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    const Tally with_complex = elementwise(llama8b(complex_rope), pass);
+    const Tally with_real = elementwise(llama8b(real_rope), pass);
+    EXPECT_DOUBLE_EQ(with_complex.bytes_per_n - with_real.bytes_per_n, 25 - 5);
+    EXPECT_EQ(with_complex.kernels - with_real.kernels, 6 - 1);
+  }
 }
 
 TEST(ElementwiseOps, OnlyACompilersNormKernelsRunAtItsNormBandwidths) {
