@@ -45,13 +45,18 @@ constexpr double kEagerSwigluBytes = 10, kEagerSwigluBwdBytes = 18;
 constexpr int32_t kEagerSwigluBwdKernels = 3;
 
 bool compiled(const Job& job) { return job.software.elementwise.compiled; }
-// What a compiler's normalization kernels stream against hand-written ones
-// (1 when the software does not compile).
-double norm_forward_bandwidth(const Job& job) {
-  return compiled(job) ? job.software.elementwise.compiled_norm_forward_bandwidth : 1.0;
+/// Whether the compiler covers code in `region`: a per-block compiler
+/// (compiled_block_calls) leaves what is around the blocks eager.
+bool compiled(const Job& job, CodeRegion region) {
+  return compiled(job) && (region == CodeRegion::kBlock || !job.software.compiled_block_calls);
 }
-double norm_backward_bandwidth(const Job& job) {
-  return compiled(job) ? job.software.elementwise.compiled_norm_backward_bandwidth : 1.0;
+// What a compiler's normalization kernels stream against hand-written ones
+// (1 where no compiler generates them).
+double norm_forward_bandwidth(const Job& job, CodeRegion region) {
+  return compiled(job, region) ? job.software.elementwise.compiled_norm_forward_bandwidth : 1.0;
+}
+double norm_backward_bandwidth(const Job& job, CodeRegion region) {
+  return compiled(job, region) ? job.software.elementwise.compiled_norm_backward_bandwidth : 1.0;
 }
 bool eager(ChainImpl impl, const Job& job) { return impl == ChainImpl::kEager && !compiled(job); }
 
@@ -59,23 +64,27 @@ double hidden_elements(const RankShape& r) { return d(r.norm_tokens) * d(r.hidde
 
 }  // namespace
 
-void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                  CodeRegion region) {
   const double elems = hidden_elements(r);
-  const bool fp32_eager = job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job);
+  const bool fp32_eager =
+      job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job, region);
   Op& op = fp32_eager
                ? b.memory(name, kEagerNormBytes * elems, norm_flops(job) * elems, kEagerNormKernels)
                : b.memory(name, 2 * elems * r.e, norm_flops(job) * elems);
-  op.memory.bandwidth_fraction = norm_forward_bandwidth(job);
+  op.memory.bandwidth_fraction = norm_forward_bandwidth(job, region);
   op.saved_bytes = elems * r.e;
 }
 
-void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                   CodeRegion region) {
   const double elems = hidden_elements(r);
   const double flops = kBackwardFlopsFactor * norm_flops(job) * elems;
-  if (job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job)) {
+  if (job.software.elementwise.norm == NormImpl::kEagerFp32 && !compiled(job, region)) {
     b.memory(name, kEagerNormBwdBytes * elems, flops, kEagerNormBwdKernels);
   } else {
-    b.memory(name, 5 * elems * r.e, flops).memory.bandwidth_fraction = norm_backward_bandwidth(job);
+    b.memory(name, 5 * elems * r.e, flops).memory.bandwidth_fraction =
+        norm_backward_bandwidth(job, region);
   }
 }
 
@@ -116,7 +125,7 @@ void residual_norm_forward(const Job& job, const RankShape& r, Builder& b, const
       (kResidualFlops + (r.dropout ? kDropoutFlops : 0.0) + norm_flops(job)) * elems;
   Op& op = b.memory(std::string(residual) + "_" + norm, 4 * elems * r.e + (r.dropout ? elems : 0.0),
                     flops);
-  op.memory.bandwidth_fraction = norm_forward_bandwidth(job);
+  op.memory.bandwidth_fraction = norm_forward_bandwidth(job, CodeRegion::kBlock);
   op.saved_bytes = elems * r.e + (r.dropout ? elems : 0.0);
 }
 

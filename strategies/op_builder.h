@@ -207,10 +207,18 @@ inline void pair(Op* collective, int32_t target) {
 
 // ---- Element-wise pieces, as the framework implements them (elementwise_ops.cc) ----
 
+/// Where an element-wise op sits: inside a transformer block, or around the
+/// blocks (the final norm before the head), which a compiler that compiles
+/// block by block (torch.compile per TransformerBlock) leaves eager and a
+/// whole-step compiler (XLA) does not.
+enum class CodeRegion : uint8_t { kBlock, kAroundBlocks };
+
 /// Norm forward; saves its input.
-void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
+void norm_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                  CodeRegion region = CodeRegion::kBlock);
 /// Norm backward, with the residual-gradient accumulation.
-void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name);
+void norm_backward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                   CodeRegion region = CodeRegion::kBlock);
 /// (bias +) dropout + residual add after a block; saves the dropout mask.
 void residual_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
 void residual_backward(const Job& job, const RankShape& r, Builder& b, const char* name);

@@ -14,6 +14,7 @@ namespace podsim::strategies {
 using ops::attention_core_backward;
 using ops::attention_core_forward;
 using ops::Builder;
+using ops::CodeRegion;
 using ops::column_input_saved;
 using ops::column_linear_backward;
 using ops::d;
@@ -277,7 +278,7 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
   if (pass == Pass::kRecompute) return {};
   if (pass == Pass::kForward) {
     Builder b(r, OpRole::kForward);
-    norm_forward(job, r, b, "final_norm");
+    norm_forward(job, r, b, "final_norm", CodeRegion::kAroundBlocks);
     sp_gather_forward(job, r, b, "head_input_gather");
     b.gemm("logits", r.tokens, r.vocab, r.hidden).saved_bytes = column_input_saved(r);
     const LossKernels loss = loss_kernels(job.software.loss);
@@ -295,7 +296,7 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
   const LossKernels loss = loss_kernels(job.software.loss);
   b.memory("cross_entropy_bwd", logits * loss.backward_bytes, 2 * logits, loss.backward_kernels);
   column_linear_backward(r, b, "logits", r.hidden, r.vocab);
-  norm_backward(job, r, b, "final_norm_bwd");
+  norm_backward(job, r, b, "final_norm_bwd", CodeRegion::kAroundBlocks);
   return split_backward(b.take(), pass);
 }
 

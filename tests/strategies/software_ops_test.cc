@@ -125,6 +125,52 @@ TEST(ElementwiseOps, OnlyACompilersNormKernelsRunAtItsNormBandwidths) {
   }
 }
 
+/// The final norm's HBM bytes per element (forward, backward) and forward kernels.
+struct NormCost {
+  double forward_bytes_per_element = 0, backward_bytes_per_element = 0;
+  int forward_kernels = 0;
+};
+NormCost final_norm(const Job& job) {
+  NormCost c;
+  const double elems = 8192.0 * 4096.0;
+  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (const Op& op : head_ops(job, pass)) {
+      if (op.name.rfind("final_norm", 0) != 0) continue;
+      if (pass == Pass::kForward) {
+        c.forward_bytes_per_element = op.memory.bytes / elems;
+        c.forward_kernels = op.kernels;
+      } else {
+        c.backward_bytes_per_element = op.memory.bytes / elems;
+      }
+    }
+  }
+  return c;
+}
+
+TEST(ElementwiseOps, APerBlockCompilerLeavesTheFinalNormEager) {
+  // torch.compile per TransformerBlock (compiled_block_calls) does not reach
+  // the norm before the head: torchtitan's fp32 RMSNorm runs as its 8 eager
+  // kernels (36 B per element, 92 backward); XLA compiles the whole step.
+  ElementwisePolicy e = torchtitan_eager();
+  e.compiled = true;
+  Job per_block = llama8b(e);
+  per_block.software.compiled_block_calls = true;
+  Job whole_step = llama8b(e);
+  whole_step.software.compiled_block_calls = false;
+  const NormCost eager_norm = final_norm(llama8b(torchtitan_eager()));
+  const NormCost outside = final_norm(per_block);
+  EXPECT_DOUBLE_EQ(outside.forward_bytes_per_element, 36);
+  EXPECT_DOUBLE_EQ(outside.backward_bytes_per_element, 92);
+  EXPECT_EQ(outside.forward_kernels, eager_norm.forward_kernels);
+  const NormCost compiled = final_norm(whole_step);
+  EXPECT_DOUBLE_EQ(compiled.forward_bytes_per_element, 4);   // read and write bf16
+  EXPECT_DOUBLE_EQ(compiled.backward_bytes_per_element, 10);
+  EXPECT_EQ(compiled.forward_kernels, 1);
+  // Inside the blocks both compile the norms alike.
+  EXPECT_DOUBLE_EQ(elementwise(per_block, Pass::kForward).bytes_per_n,
+                   elementwise(whole_step, Pass::kForward).bytes_per_n);
+}
+
 double loss_bytes_per_logit(LossImpl loss) {
   Job job = preset_job("llama3-8b", 8192, 8, 1);
   job.software.loss = loss;
