@@ -163,7 +163,7 @@ TEST(ElementwiseOps, APerBlockCompilerLeavesTheFinalNormEager) {
   EXPECT_DOUBLE_EQ(outside.backward_bytes_per_element, 92);
   EXPECT_EQ(outside.forward_kernels, eager_norm.forward_kernels);
   const NormCost compiled = final_norm(whole_step);
-  EXPECT_DOUBLE_EQ(compiled.forward_bytes_per_element, 4);   // read and write bf16
+  EXPECT_DOUBLE_EQ(compiled.forward_bytes_per_element, 4);  // read and write bf16
   EXPECT_DOUBLE_EQ(compiled.backward_bytes_per_element, 10);
   EXPECT_EQ(compiled.forward_kernels, 1);
   // Inside the blocks both compile the norms alike.
