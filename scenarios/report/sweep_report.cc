@@ -141,8 +141,9 @@ std::vector<std::string> describe_sweep_space(const ScenarioSpec& scenario,
                 (space.max_cp > 0 ? "" : " (seq_len/1024: at least 1,024 tokens per CP rank)") +
                 "; pp: up to " +
                 (space.max_pp > 0 ? std::to_string(space.max_pp) : std::string("the layer count")) +
-                "; dp: the remaining factor; ep: divisors of the expert count dividing dp*cp "
-                "(MoE models only)" +
+                "; dp: the remaining factor; MoE models only: ep a divisor of the expert "
+                "count and expert_tp (up to the tp limit) of the expert FFN, ep x expert_tp "
+                "dividing tp*cp*dp (Megatron-Core's parallel folding)" +
                 (space.powers_of_two ? "; powers of two only" : ""));
   out.push_back(
       "micro-batch: " + list(space.micro_batches, [](int64_t v) { return std::to_string(v); }) +
