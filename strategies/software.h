@@ -20,7 +20,7 @@ enum class NormImpl : uint8_t {
                ///< mul)
 };
 enum class RopeImpl : uint8_t {
-  kFused,             ///< one kernel over q and k (TE fused_apply_rotary_pos_emb)
+  kFused,  ///< one kernel over q and k (TE fused_apply_rotary_pos_emb)
   /// float(), complex multiply, type_as per tensor (torchtitan): eager
   /// kernels even under torch.compile, which falls back to ATen on complex
   /// tensors.
