@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -120,16 +121,25 @@ double attention_pairs(const AttentionShape& s) {
 }
 
 double tensor_power_ratio(double watts, double reference_watts) {
-  constexpr double kStaticW = 100;  // P0
-  constexpr double kExponent = 2;   // a
-  if (!(reference_watts > kStaticW) || !(watts > 0)) return 1.0;
-  return std::pow(std::max(0.0, watts - kStaticW) / (reference_watts - kStaticW), 1.0 / kExponent);
+  constexpr double kExponent = 2;  // a
+  if (!(reference_watts > kPowerModelStaticW) || !(watts > 0)) return 1.0;
+  return std::pow(
+      std::max(0.0, watts - kPowerModelStaticW) / (reference_watts - kPowerModelStaticW),
+      1.0 / kExponent);
 }
 
 double tensor_power_factor(const GpuSpec& gpu) {
   const double cap = gpu.power_limit_w;
   if (!(cap > 0) || cap >= gpu.board_power_w) return 1.0;
-  return tensor_power_ratio(cap, gpu.board_power_w);
+  const double factor = tensor_power_ratio(cap, gpu.board_power_w);
+  // A factor of 0 would price every matrix product at no time at all.
+  if (!(factor > 0)) {
+    std::ostringstream what;
+    what << gpu.name << ": a power limit of " << cap
+         << " W is at or below the power model's static draw (" << kPowerModelStaticW << " W)";
+    throw std::invalid_argument(what.str());
+  }
+  return factor;
 }
 
 GpuModel::GpuModel(GpuSpec gpu) : gpu_(std::move(gpu)), power_factor_(tensor_power_factor(gpu_)) {

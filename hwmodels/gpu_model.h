@@ -99,6 +99,10 @@ double attention_pairs(const AttentionShape& shape);
 /// whole and masked. 1 for non-causal shapes. In (0, 1].
 double causal_block_fill(const AttentionShape& shape, int64_t tile);
 
+/// The static draw P0 of the power model below (watts): what a board draws
+/// with its tensor cores idle, so a cap at or below it leaves them nothing.
+inline constexpr double kPowerModelStaticW = 100;
+
 /// The tensor-core throughput a board sustains at its power limit over what
 /// it sustains at its board power, in (0, 1]: compute-bound throughput
 /// follows the SM clock f, and the board holds P = P0 + k f V(f)^2 at its
@@ -108,6 +112,7 @@ double causal_block_fill(const AttentionShape& shape, int64_t tile);
 /// 1000 W, a = 2.03 at P0 = 100 W; the range a = 1.5-3 is what deep caps and
 /// the textbook V ~ f give). 1 without a board power or a cap below it.
 /// Memory-bound kernels draw less than the cap and are not affected.
+/// Throws std::invalid_argument for a cap at or below P0 (no throughput).
 double tensor_power_factor(const GpuSpec& gpu);
 
 /// The same model between any two board powers: tensor-core throughput at

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "hwmodels/gpu_model.h"
 #include "scenarios/input/spec_builder.h"
 
 namespace podsim::scenarios::reader_detail {
@@ -44,6 +45,11 @@ void SpecBuilder::build_gpu(hwmodels::GpuSpec& g) {
                   format_number(g.board_power_w) + " W)",
               "a board cannot be capped above its rating: use at most " +
                   format_number(g.board_power_w) + " W");
+    } else if (limit && *limit <= hwmodels::kPowerModelStaticW && *limit < g.board_power_w) {
+      problem("/cluster/gpu/power_limit",
+              format_number(*limit) + " W leaves the tensor cores nothing: a board draws about " +
+                  format_number(hwmodels::kPowerModelStaticW) + " W with them idle",
+              "use a limit above " + format_number(hwmodels::kPowerModelStaticW) + " W");
     } else if (limit) {
       g.power_limit_w = *limit;
     }

@@ -128,7 +128,8 @@ constexpr KeyDecl kScenarioKeys[] = {
            "parallelism.activation_offload run at this rate beside compute (extension); unset: "
            "those copies are not priced"),
   quantity("/cluster/gpu/power_limit", kComputed, "= board_power", Dimension::kWatts, 0, 1e5, true,
-           "power the board is capped at; sets the clock its tensor cores sustain (v1.1)"),
+           "power the board is capped at; sets the clock its tensor cores sustain (v1.1); above the "
+           "power model's 100 W static draw"),
   text("/cluster/gpu/profile", kDefault, "\"\"", kPathLength,
        "calibration profile (JSON) used instead of datasheet efficiency; empty = datasheet"),
   integer("/cluster/nodes", kRequired, "", 1, 1e7, "nodes (servers) in the cluster"),

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "hwmodels/gpu_model.h"
 #include "hwmodels/kernel_efficiency.h"
@@ -31,6 +32,12 @@ TEST(PowerLimit, FactorFollowsTheStatedModel) {
   EXPECT_DOUBLE_EQ(tensor_power_factor(h100()), 1.0);  // no board power: no model
   // The factor falls with the cap.
   EXPECT_LT(tensor_power_factor(capped_h100(400)), tensor_power_factor(capped_h100(600)));
+  // ... and stays above 0 down to the static draw, where the model has no
+  // throughput left to give: a model of such a board is refused, not priced
+  // with free matrix products.
+  EXPECT_GT(tensor_power_factor(capped_h100(kPowerModelStaticW + 1)), 0.0);
+  EXPECT_THROW(tensor_power_factor(capped_h100(kPowerModelStaticW)), std::invalid_argument);
+  EXPECT_THROW(GpuModel{capped_h100(50)}, std::invalid_argument);
 }
 
 TEST(PowerLimit, SlowsComputeBoundGemmsAndAttentionNotMemoryBoundKernels) {

@@ -266,6 +266,16 @@ TEST(PowerLimit, DefaultsToTheBoardPowerAndIsChecked) {
   r = read(scenario);
   EXPECT_TRUE(has_problem(r.problems(), "/cluster/gpu/power_limit", "expected a power"))
       << problems_text(r.problems());
+  // At or below the model's static draw the tensor cores would get nothing
+  // (a factor of 0, which would price matrix products at no time): refused.
+  for (const char* starved : {"100 W", "50 W"}) {
+    scenario["cluster"]["gpu"]["power_limit"] = starved;
+    r = read(scenario);
+    EXPECT_TRUE(has_problem(r.problems(), "/cluster/gpu/power_limit", "leaves the tensor cores"))
+        << starved << ": " << problems_text(r.problems());
+  }
+  scenario["cluster"]["gpu"]["power_limit"] = "101 W";
+  EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.power_limit_w, 101.0);
 }
 
 TEST(HostLink, PresetsCarryTheirLinkAndAGivenOneIsChecked) {
