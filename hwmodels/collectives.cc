@@ -253,11 +253,18 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
   return 1.0;
 }
 
-CollectiveParams CollectiveParams::for_gpu(const GpuSpec& gpu) {
+CollectiveParams CollectiveParams::for_cluster(const ClusterSpec& cluster) {
   CollectiveParams p;
+  const std::string& gpu = cluster.gpu.name;
   // NCCL tuning.cc: NVLS efficiency 0.74 on Blackwell (vs 0.85 on Hopper).
-  if (gpu.name.find("B200") != std::string::npos || gpu.name.find("B300") != std::string::npos) {
+  if (gpu.find("B200") != std::string::npos || gpu.find("B300") != std::string::npos) {
     p.nvls_efficiency = 0.74;
+  }
+  const double hop_change_s = cluster.scale_up.latency_s - kNcclNvlinkHopS;
+  for (auto& row : p.nvlink_step_latency_s) {
+    for (double& step_s : row) {
+      if (step_s > 0) step_s = std::max(0.0, step_s + hop_change_s);  // 0: no such protocol
+    }
   }
   return p;
 }
@@ -469,7 +476,7 @@ std::vector<CollectiveResult> collective_sweep(const ClusterSpec& cluster, Colle
   options.gpus = gpus;
   const Fabric fabric = Fabric::build(cluster, options);
   const std::vector<int64_t> group = gpu_range(0, gpus);
-  const CollectiveParams params = CollectiveParams::for_gpu(cluster.gpu);
+  const CollectiveParams params = CollectiveParams::for_cluster(cluster);
   std::vector<CollectiveResult> out;
   out.reserve(sizes.size());
   for (double bytes : sizes) {

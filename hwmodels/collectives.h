@@ -65,7 +65,9 @@ struct CollectiveParams {
   Table base_latency_s{{{6.8e-6, 14.0e-6, 8.4e-6},  // tree  LL/LL128/Simple
                         {6.6e-6, 14.0e-6, 8.4e-6},  // ring
                         {0.0, 0.0, 0.0}}};          // NVLS
-  /// Latency of one pipeline step over NVLink: hwLat[NVLINK][algo][proto].
+  /// Latency of one pipeline step over NVLink: hwLat[NVLINK][algo][proto],
+  /// for NCCL's own NVLink hop of kNcclNvlinkHopS (for_cluster puts the
+  /// cluster's hop in its place).
   Table nvlink_step_latency_s{{{0.6e-6, 1.25e-6, 4.0e-6},  //
                                {0.6e-6, 1.9e-6, 3.4e-6},   //
                                {0.0, 0.0, 25.0e-6}}};
@@ -107,8 +109,16 @@ struct CollectiveParams {
   /// 32-rank, 4-node one). >= 0.
   int net_channels_per_nic = 2;
 
-  /// Defaults for a GPU (nvls_efficiency 0.74 on Blackwell names).
-  static CollectiveParams for_gpu(const GpuSpec& gpu);
+  /// The NVLink hop NCCL's hwLat[NVLINK] rows assume: their LL entry, a bare
+  /// hop (LL128 and Simple add their flags and fences on top of it).
+  static constexpr double kNcclNvlinkHopS = 0.6e-6;
+
+  /// Defaults for a cluster: nvls_efficiency 0.74 on Blackwell names, and
+  /// the NVLink step latencies with the cluster's scale-up hop
+  /// (ScaleUpSpec::latency_s) in place of NCCL's, so that a switched or
+  /// mesh domain with slower hops pays for them (a torus prices its hops
+  /// itself; the presets' 0.6 us is NCCL's own).
+  static CollectiveParams for_cluster(const ClusterSpec& cluster);
 };
 
 /// One transfer of a phase: `multiplicity` identical flows (channels) from

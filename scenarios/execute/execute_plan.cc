@@ -322,7 +322,7 @@ Result<ExecuteSetup> prepare_execute(const ScenarioSpec& spec, const ExecuteOpti
   const int64_t layers = options.layers.value_or(gpu_share_layers(job));
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster, fabric_options);
   const hwmodels::CollectiveParams collectives =
-      hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
+      hwmodels::CollectiveParams::for_cluster(spec.cluster);
   const ExecuteHardware hw{gpu, fabric, collectives};
   Result<ExecPlan> plan = build_execute_plan(job, layers, hw, spec.name);
   if (!plan.ok()) return plan.problems();

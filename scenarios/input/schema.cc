@@ -138,7 +138,8 @@ constexpr KeyDecl kScenarioKeys[] = {
   quantity("/cluster/scale_up/bandwidth", kRequired, "", Dimension::kBytesPerSecond, 0, kPeta, true,
            "per GPU, per direction (a mesh or torus: all of its links together)"),
   quantity("/cluster/scale_up/latency", kDefault, "0", Dimension::kSeconds, 0, 1, false,
-           "one hop: GPU -> switch -> GPU, one mesh or torus link"),
+           "one hop: GPU -> switch -> GPU, one mesh or torus link; replaces NCCL's own 0.6 us "
+           "NVLink hop in its per-step collective latencies"),
   integer("/cluster/scale_up/domain", kComputed, "= gpus_per_node (a torus: its slice)", 1, 1e6,
           "GPUs per scale-up domain"),
   choice("/cluster/scale_up/topology", "\"switch\"", "switch|mesh|torus",

@@ -370,7 +370,7 @@ Result<StepDetail> simulate_detailed(const ScenarioSpec& spec, const SimulateOpt
   const Schedule& schedule = detail.schedule;
 
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster, fabric_options);
-  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
+  const hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_cluster(cluster);
   Degradation degradation;
   if (spec.degraded.slow_gpu_rank >= 0) {
     degradation.gpu_slowdown[spec.degraded.slow_gpu_rank] = spec.degraded.gpu_slowdown;

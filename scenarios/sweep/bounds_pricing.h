@@ -81,7 +81,7 @@ struct PlanBounds::Impl {
         kernels(software),
         fabric(hwmodels::Fabric::build(cluster)),
         levels(bounds_detail::levels_of(cluster)),
-        collectives(hwmodels::CollectiveParams::for_gpu(cluster.gpu)),
+        collectives(hwmodels::CollectiveParams::for_cluster(cluster)),
         memory(hwmodels::memory_model(cluster)) {}
 
   hwmodels::GpuModel gpu;

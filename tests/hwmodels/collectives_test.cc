@@ -194,6 +194,35 @@ TEST(Latency, EightByteMessages) {
       Protocol::kSimple);
 }
 
+// The cluster's scale-up hop (ScaleUpSpec::latency_s) takes the place of the
+// hop NCCL's NVLink latencies assume: the presets' 0.6 us leaves NCCL's
+// numbers as they are, a slower hop costs every intra-domain step its extra.
+TEST(Latency, TheClustersScaleUpHopReplacesNcclsOwn) {
+  ClusterSpec c = dgx_h100(1);
+  c.scale_up.latency_s = CollectiveParams::kNcclNvlinkHopS;
+  const CollectiveParams nccls = CollectiveParams::for_cluster(c);
+  EXPECT_EQ(nccls.nvlink_step_latency_s, CollectiveParams{}.nvlink_step_latency_s);
+
+  c.scale_up.latency_s = CollectiveParams::kNcclNvlinkHopS + 10e-6;
+  const CollectiveParams slow = CollectiveParams::for_cluster(c);
+  const auto& defaults = CollectiveParams{}.nvlink_step_latency_s;
+  for (size_t cls = 0; cls < defaults.size(); ++cls) {
+    for (size_t proto = 0; proto < defaults[cls].size(); ++proto) {
+      // NVLS has no LL or LL128 (0): still none.
+      const double expected = defaults[cls][proto] > 0 ? defaults[cls][proto] + 10e-6 : 0.0;
+      EXPECT_NEAR(slow.nvlink_step_latency_s[cls][proto], expected, 1e-15);
+    }
+  }
+  // An 8-byte ring all-reduce over 8 GPUs takes 2 x 7 steps: 14 slower hops.
+  const Fabric f = Fabric::build(c);
+  const auto ring = [&](const CollectiveParams& p) {
+    return predict_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 8), 8, Algorithm::kRing, p,
+                              Protocol::kLL)
+        .time_s;
+  };
+  EXPECT_NEAR(ring(slow) - ring(nccls), 14 * 10e-6, 1e-9);
+}
+
 // Acceptance: the closed-form estimate (busiest link) and the engine agree
 // on symmetric collectives; the engine only differs where flows interact.
 TEST(Estimate, AgreesWithEngineOnSymmetricCollectives) {
@@ -415,10 +444,11 @@ TEST(Sweep, DoublingSizesAndClusterEntryPoint) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_LT(rows[0].busbw_bytes_per_s, rows[1].busbw_bytes_per_s);
   EXPECT_LT(rows[1].busbw_bytes_per_s, rows[2].busbw_bytes_per_s);
-  // Same as the fabric-level call.
+  // Same as the fabric-level call with the cluster's parameters.
   const Fabric f = Fabric::build(c);
-  EXPECT_EQ(rows[2].time_s,
-            predict_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 8), kGiB).time_s);
+  EXPECT_EQ(rows[2].time_s, predict_collective(f, CollectiveOp::kAllReduce, gpu_range(0, 8), kGiB,
+                                               Algorithm::kAuto, CollectiveParams::for_cluster(c))
+                                .time_s);
   EXPECT_THROW(collective_sweep(c, CollectiveOp::kAllReduce, 17, some), std::invalid_argument);
   EXPECT_THROW(collective_sweep(c, CollectiveOp::kAllReduce, 0, some), std::invalid_argument);
 }

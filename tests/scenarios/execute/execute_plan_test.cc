@@ -42,7 +42,7 @@ struct Hardware {
   hwmodels::ClusterSpec cluster = hwmodels::testing::dgx_h100(4);
   hwmodels::GpuModel gpu{cluster.gpu};
   hwmodels::Fabric fabric = hwmodels::Fabric::build(cluster);
-  hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_gpu(cluster.gpu);
+  hwmodels::CollectiveParams collectives = hwmodels::CollectiveParams::for_cluster(cluster);
   ExecuteHardware view() const { return {gpu, fabric, collectives}; }
 };
 

@@ -87,7 +87,7 @@ TEST(StepLimits, MoreFlowsThanTheLimitNameTheCollectivesThatMakeThem) {
   const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster, options);
   const hwmodels::GpuModel gpu(spec.cluster.gpu);
   const hwmodels::CollectiveParams collectives =
-      hwmodels::CollectiveParams::for_gpu(spec.cluster.gpu);
+      hwmodels::CollectiveParams::for_cluster(spec.cluster);
   const StepHardware hardware{gpu, fabric, collectives};
   const StepTimeline timeline = simulate_schedule(*built.schedule, hardware, 1000);
   ASSERT_TRUE(timeline.too_many_flows_task.has_value());
