@@ -33,18 +33,10 @@ struct HostCost {
   double graph_launch_s = 41e-6;
 };
 
-/// What the collectives a framework overlaps with GEMMs occupy.
-enum class TpOverlapKernels : uint8_t {
-  kNccl,           ///< NCCL kernels (kernel_sms of the group)
-  kTeUserbuffers,  ///< TE userbuffers: ring-exchange on 1 SM, pipelined and bulk overlaps on 16
-  kCopyEngine,     ///< AsyncTP over symmetric memory: copy engines, no SMs
-};
-
 /// The kernel-implementation face of a software preset.
 struct KernelImplementation {
   AttentionKernel attention = AttentionKernel::kTransformerEngine;
   HostCost host;
-  TpOverlapKernels tp_overlap = TpOverlapKernels::kTeUserbuffers;
 };
 
 }  // namespace podsim::hwmodels

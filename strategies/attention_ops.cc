@@ -202,7 +202,7 @@ void attention_projections_backward(const Job& job, const RankShape& r, Builder&
     const int64_t qkv_out = (r.heads + 2 * r.kv_heads) * r.head_dim;
     rope_backward(job, r, b);
     fp8_grad_cast(job, b, "qkv", d(r.tokens) * d(qkv_out));
-    column_linear_backward(r, b, "qkv", r.hidden, qkv_out, qkv_model_fraction(job, r));
+    column_linear_backward(job, r, b, "qkv", r.hidden, qkv_out, qkv_model_fraction(job, r));
     return;
   }
   const MlaShape& l = job.model.attention.mla;
@@ -220,7 +220,7 @@ void attention_projections_backward(const Job& job, const RankShape& r, Builder&
   if (l.q_lora_rank > 0) {
     mla_latent_backward(r, b, "mla_q", l.q_lora_rank, mla_q_columns(job, r), 0);
   } else {
-    column_linear_backward(r, b, "mla_q_proj", r.hidden, mla_q_columns(job, r));
+    column_linear_backward(job, r, b, "mla_q_proj", r.hidden, mla_q_columns(job, r));
   }
 }
 

@@ -13,24 +13,79 @@ double column_input_saved(const RankShape& r) {
 }
 double full_hidden_bytes(const RankShape& r) { return d(r.tokens) * d(r.hidden) * r.e; }
 
+namespace {
+
+/// How TE userbuffers runs a collective beside a GEMM: a ring exchange of
+/// the GEMM's all-gathered operand, a reduce-scatter pipelined with the
+/// GEMM's chunks, or an independent (bulk) collective beside it.
+enum class UbMethod : uint8_t { kRingExchange, kPipeline, kBulk };
+
+/// Whether the software overlaps this TP collective with its GEMM: the plan
+/// asks for it, and it lies in a transformer block, where TE's modules (or
+/// torch.compile's micro-pipelined TP) run.
+bool overlaps_tp(const Job& job, CodeRegion region) {
+  return job.options.overlap_tp && region == CodeRegion::kBlock;
+}
+
+/// Marks `op` (if any) as run by the software's TP overlap: the SMs its
+/// kernels hold and the chunks its GEMM is cut into.
+/// TE userbuffers' defaults (TransformerEngine v1.11 pytorch/module/base.py
+/// initialize_ub): ring_exchange (qkv/fc1 fprop, proj/fc2 dgrad) num_sm 1,
+/// num_splits tp; pipeline (proj/fc2 fprop) num_sm 16, num_splits 4; bulk
+/// (qkv/fc1 dgrad and wgrad) num_sm 16, the GEMM whole.
+/// AsyncTP (torch/distributed/_symmetric_memory: fused_all_gather_matmul's
+/// _pipelined_all_gather_and_consume, fused_matmul_reduce_scatter's
+/// _pipelined_produce_and_all2all) copies the shards between symmetric-memory
+/// buffers with copy engines (0 SMs) and runs one matmul per shard (tp
+/// chunks); it fuses an all-gather on a matmul's rows and a reduce-scatter
+/// of its output, not the bulk pairs (an input re-gathered for a weight
+/// gradient gathers the contraction dimension), which stay NCCL's.
+void by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method) {
+  if (op == nullptr) return;
+  const auto tp = static_cast<int32_t>(r.tp);
+  switch (job.software.tp_overlap) {
+    case TpOverlap::kTeUserbuffers:
+      op->collective.kernel_sms = method == UbMethod::kRingExchange ? 1 : 16;
+      op->collective.gemm_chunks = method == UbMethod::kRingExchange ? tp
+                                   : method == UbMethod::kPipeline   ? 4
+                                                                     : 1;
+      break;
+    case TpOverlap::kAsyncTp:
+      if (method == UbMethod::kBulk) break;
+      op->collective.kernel_sms = 0;
+      op->collective.gemm_chunks = tp;
+      break;
+    case TpOverlap::kNone:  // the reader turns overlap_tp off for it
+      break;
+  }
+}
+
+}  // namespace
+
 /// The all-gather before a column-parallel linear (SP), with TP overlap.
-void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const char* name) {
+void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                       CodeRegion region) {
   if (!r.sp) return;
   Op* ag = b.collective(name, Dim::kTp, CollectiveKind::kAllGather, full_hidden_bytes(r));
-  pair(ag, job.options.overlap_tp ? b.size() : -1);
+  const bool overlapped = overlaps_tp(job, region);
+  if (overlapped) by_tp_overlap(job, r, ag, UbMethod::kRingExchange);
+  pair(ag, overlapped ? b.size() : -1);
 }
 /// The reduction after a row-parallel linear at index `gemm_index`.
 void tp_reduce_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
                        int32_t gemm_index, double bytes) {
   Op* op = b.collective(name, Dim::kTp,
                         r.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, bytes);
-  pair(op, job.options.overlap_tp ? gemm_index : -1);
+  const bool overlapped = overlaps_tp(job, CodeRegion::kBlock);
+  if (overlapped) by_tp_overlap(job, r, op, UbMethod::kPipeline);
+  pair(op, overlapped ? gemm_index : -1);
 }
 
 /// Backward of a column-parallel linear Y = X W (X: tokens x in, W: in x out):
 /// [re-gather X (SP) || dgrad] [reduce dX || wgrad], as Megatron overlaps them.
-void column_linear_backward(const RankShape& r, Builder& b, const std::string& name, int64_t in,
-                            int64_t out, double model_fraction) {
+void column_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                            int64_t in, int64_t out, double model_fraction, CodeRegion region) {
+  const bool by_software = overlaps_tp(job, region);
   const double dx_bytes = d(r.tokens) * d(in) * r.e;
   Op* regather = nullptr;
   if (r.sp) {
@@ -40,22 +95,27 @@ void column_linear_backward(const RankShape& r, Builder& b, const std::string& n
         b.collective(name + "_input_regather", Dim::kTp, CollectiveKind::kAllGather, dx_bytes);
     b.set_role(saved);
   }
+  if (by_software) by_tp_overlap(job, r, regather, UbMethod::kBulk);
   pair(regather, b.size());
   b.gemm(name + "_dgrad", r.tokens, in, out, 1, model_fraction);
   Op* reduce =
       b.collective(name + "_dgrad_reduce", Dim::kTp,
                    r.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, dx_bytes);
+  if (by_software) by_tp_overlap(job, r, reduce, UbMethod::kBulk);
   pair(reduce, b.size());
   b.set_role(OpRole::kWeightGrad);
   b.gemm(name + "_wgrad", in, out, r.tokens, 1, model_fraction);
   b.set_role(OpRole::kInputGrad);
 }
 /// Backward of a row-parallel linear Y = X W: gather dY (SP), dgrad, wgrad.
-void row_linear_backward(const RankShape& r, Builder& b, const std::string& name, int64_t in,
-                         int64_t out) {
+void row_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                         int64_t in, int64_t out) {
   if (r.sp) {
-    b.collective(name + "_dout_gather", Dim::kTp, CollectiveKind::kAllGather,
-                 d(r.tokens) * d(out) * r.e);
+    Op* gather = b.collective(name + "_dout_gather", Dim::kTp, CollectiveKind::kAllGather,
+                              d(r.tokens) * d(out) * r.e);
+    const bool overlapped = overlaps_tp(job, CodeRegion::kBlock);
+    if (overlapped) by_tp_overlap(job, r, gather, UbMethod::kRingExchange);
+    pair(gather, overlapped ? b.size() : -1);
   }
   b.gemm(name + "_dgrad", r.tokens, in, out);
   b.set_role(OpRole::kWeightGrad);
@@ -81,10 +141,10 @@ void dense_mlp_backward(const Job& job, const RankShape& r, Builder& b, const st
                         int64_t ffn) {
   fp8_sequence_parallel_amax(job, r, b, name + "_fc2_grad");
   fp8_grad_cast(job, b, name + "_fc2", d(r.norm_tokens) * d(r.hidden));
-  row_linear_backward(r, b, name + "_fc2", ffn, r.hidden);
+  row_linear_backward(job, r, b, name + "_fc2", ffn, r.hidden);
   activation_backward(job, r, b, name, d(r.tokens), ffn);
   fp8_grad_cast(job, b, name + "_fc1", d(r.tokens) * d(mlp_in_columns(job, ffn)));
-  column_linear_backward(r, b, name + "_fc1", r.hidden, mlp_in_columns(job, ffn));
+  column_linear_backward(job, r, b, name + "_fc1", r.hidden, mlp_in_columns(job, ffn));
 }
 
 }  // namespace podsim::strategies::ops

@@ -73,8 +73,8 @@ Op* token_all_to_all(const Job& job, const MoeSizes& s, Builder& b, const char* 
   Op* op = b.collective(name, Dim::kEp, CollectiveKind::kAllToAll, bytes);
   if (op == nullptr) return nullptr;
   op->imbalance = s.load;
-  op->collective.dispatch = {s.tokens, s.h * element_bytes, job.model.moe->top_k, fused(job),
-                             job.options.moe.dispatch_sms};
+  op->collective.dispatch = {s.tokens, s.h * element_bytes, job.model.moe->top_k, fused(job)};
+  if (job.options.moe.dispatch_sms > 0) op->collective.kernel_sms = job.options.moe.dispatch_sms;
   return op;
 }
 

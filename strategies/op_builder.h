@@ -234,18 +234,28 @@ void rope_backward(const Job& job, const RankShape& r, Builder& b);
 /// Input of a column-parallel linear: gathered over TP with SP.
 double column_input_saved(const RankShape& r);
 double full_hidden_bytes(const RankShape& r);
+// Tensor-parallel collectives beside GEMMs. With options.overlap_tp the
+// software's overlap (SoftwarePolicy::tp_overlap) runs those of the
+// transformer blocks (TE modules, torch.compile'd blocks) beside their GEMMs;
+// the output layer outside the blocks (`region` kAroundBlocks) keeps plain
+// NCCL collectives.
+
 /// The all-gather before a column-parallel linear (SP), with TP overlap.
-void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const char* name);
+void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
+                       CodeRegion region = CodeRegion::kBlock);
 /// The reduction after a row-parallel linear at index `gemm_index`.
 void tp_reduce_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
                        int32_t gemm_index, double bytes);
 /// Backward of a column-parallel linear Y = X W (X: tokens x in, W: in x out):
-/// [re-gather X (SP) || dgrad] [reduce dX || wgrad], as Megatron overlaps them.
-void column_linear_backward(const RankShape& r, Builder& b, const std::string& name, int64_t in,
-                            int64_t out, double model_fraction = 1.0);
-/// Backward of a row-parallel linear Y = X W: gather dY (SP), dgrad, wgrad.
-void row_linear_backward(const RankShape& r, Builder& b, const std::string& name, int64_t in,
-                         int64_t out);
+/// [re-gather X (SP) || dgrad] [reduce dX || wgrad], as Megatron overlaps them
+/// (NCCL kernels, or the software's TP overlap).
+void column_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                            int64_t in, int64_t out, double model_fraction = 1.0,
+                            CodeRegion region = CodeRegion::kBlock);
+/// Backward of a row-parallel linear Y = X W: gather dY (SP; beside the dgrad
+/// with TP overlap), dgrad, wgrad.
+void row_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                         int64_t in, int64_t out);
 int64_t mlp_in_columns(const Job& job, int64_t ffn);
 /// Activation forward on rows x ffn; saves its input(s).
 void activation_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,

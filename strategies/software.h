@@ -253,7 +253,6 @@ struct SoftwarePolicy {
   /// keys; beyond it the softmax runs as eager fp32 ops (0 = no limit).
   int64_t fused_softmax_max_keys = 4096;
   CpMerge cp_merge = CpMerge::kFused16Bit;
-  P2pMode p2p = P2pMode::kAsync;
   PipelineGradSync pipeline_grad_sync = PipelineGradSync::kInLastBackward;
   DataParallelPolicy data_parallel;
   Fp8Policy fp8;

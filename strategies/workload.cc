@@ -112,7 +112,7 @@ void layer_backward(const Job& job, const RankShape& r, const LayerKind& kind, B
   residual_backward(job, r, b, "attn_residual_bwd");
   ops::fp8_sequence_parallel_amax(job, r, b, "attn_out_grad");
   fp8_grad_cast(job, b, "attn_out", d(r.norm_tokens) * d(r.hidden));
-  row_linear_backward(r, b, "attn_out", static_cast<int64_t>(a.o_width), r.hidden);
+  row_linear_backward(job, r, b, "attn_out", static_cast<int64_t>(a.o_width), r.hidden);
   attention_core_backward(job, r, a, b);
   ops::attention_projections_backward(job, r, b);
   norm_backward(job, r, b, "attn_norm_bwd");
@@ -279,7 +279,7 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
   if (pass == Pass::kForward) {
     Builder b(r, OpRole::kForward);
     norm_forward(job, r, b, "final_norm", CodeRegion::kAroundBlocks);
-    sp_gather_forward(job, r, b, "head_input_gather");
+    sp_gather_forward(job, r, b, "head_input_gather", CodeRegion::kAroundBlocks);
     b.gemm("logits", r.tokens, r.vocab, r.hidden).saved_bytes = column_input_saved(r);
     const LossKernels loss = loss_kernels(job.software.loss);
     // What the loss keeps for its backward pass (memory.h loss_memory:
@@ -295,7 +295,7 @@ std::vector<Op> head_ops(const Job& job, Pass pass) {
   Builder b(r, OpRole::kInputGrad);
   const LossKernels loss = loss_kernels(job.software.loss);
   b.memory("cross_entropy_bwd", logits * loss.backward_bytes, 2 * logits, loss.backward_kernels);
-  column_linear_backward(r, b, "logits", r.hidden, r.vocab);
+  column_linear_backward(job, r, b, "logits", r.hidden, r.vocab, 1.0, CodeRegion::kAroundBlocks);
   norm_backward(job, r, b, "final_norm_bwd", CodeRegion::kAroundBlocks);
   return split_backward(b.take(), pass);
 }

@@ -86,8 +86,7 @@ struct TokenDispatch {
   double tokens = 0;       ///< tokens this rank routes
   double token_bytes = 0;  ///< bytes of one token on the wire
   int64_t top_k = 0;
-  bool per_node = false;     ///< one network copy per destination node, forwarded over NVLink
-  int64_t dispatch_sms = 0;  ///< SMs the kernels hold (0: NCCL's channels)
+  bool per_node = false;  ///< one network copy per destination node, forwarded over NVLink
 };
 
 struct CollectiveShape {
@@ -97,6 +96,13 @@ struct CollectiveShape {
   int32_t overlap_op = -1;
   InWorkGroup group = InWorkGroup::kOfDim;
   TokenDispatch dispatch = {};  ///< MoE dispatch / combine all-to-alls (tokens > 0)
+  /// SMs its kernels hold while it runs; -1: an NCCL kernel's channels
+  /// (hwmodels::kernel_sms of its group).
+  int64_t kernel_sms = -1;
+  /// The GEMM it overlaps (overlap_op) runs as this many chunks of its rows
+  /// back to back, one per step of the collective (TP overlap's
+  /// decomposition), each a kernel with its own waves.
+  int32_t gemm_chunks = 1;
 };
 
 /// The parts of an MoE block, for the report's breakdown.

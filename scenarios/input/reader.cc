@@ -40,6 +40,7 @@ ScenarioSpec SpecBuilder::build(const std::string& default_name) {
     spec.options.grad_format = spec.software.data_parallel.reduce_format;
   }
   shard_tp_activations(spec);
+  software_overlaps(spec);
   problems_before_job_checks_ = problems_.size();
   check_job(spec);
   build_degraded(spec);
@@ -61,6 +62,37 @@ void SpecBuilder::shard_tp_activations(ScenarioSpec& s) {
   } else {
     warn(why + ", but seq_len/cp does not split across tp=" + std::to_string(p.tp) +
          ": simulated with the activations replicated");
+  }
+}
+
+void SpecBuilder::software_overlaps(ScenarioSpec& s) {
+  strategies::ScheduleOptions& o = s.options;
+  const std::string software = "software '" + s.software.name + "'";
+  // Megatron-LM of 2021 waits for every send and receive and then
+  // synchronises the device: nothing runs beside a pipeline transfer.
+  if (o.overlap_pp && s.software.p2p == strategies::P2pMode::kBlockingSync) {
+    o.overlap_pp = false;
+    if (given("/options/overlap/pp") && s.plan.pp > 1) {
+      warn("options.overlap.pp: " + software +
+           " waits for every pipeline transfer and synchronises (software.pipeline.p2p "
+           "blocking_sync): its sends block compute");
+    }
+  }
+  if (!o.overlap_tp || s.plan.tp <= 1) return;
+  if (s.software.tp_overlap == strategies::TpOverlap::kNone) {
+    o.overlap_tp = false;
+    warn("options.overlap.tp: " + software +
+         " has no tensor-parallel communication overlap (software.tp_overlap.method none): its "
+         "TP collectives block compute");
+  } else if (!s.plan.sequence_parallel) {
+    // TE userbuffers overlap the all-gathers and reduce-scatters of sequence
+    // parallelism (Megatron asserts --sequence-parallel with
+    // --tp-comm-overlap); AsyncTP fuses all-gather + matmul and matmul +
+    // reduce-scatter, which only sequence parallelism has.
+    o.overlap_tp = false;
+    warn("options.overlap.tp: " + software +
+         "'s TP overlap works on the all-gathers and reduce-scatters of sequence parallelism, "
+         "which the plan leaves off: its TP all-reduces block compute");
   }
 }
 

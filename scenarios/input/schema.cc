@@ -290,8 +290,12 @@ constexpr KeyDecl kScenarioKeys[] = {
   object("/options", kOptional, "overlap switches and model-level knobs"),
   object("/options/overlap", kOptional, "which communication may overlap compute"),
   boolean("/options/overlap/dp", "true", "data-parallel gradient reduction overlaps the backward pass"),
-  boolean("/options/overlap/tp", "false", "tensor-parallel collectives overlap compute"),
-  boolean("/options/overlap/pp", "true", "pipeline send/recv overlaps compute"),
+  boolean("/options/overlap/tp", "false",
+          "tensor-parallel collectives overlap compute, as the software does it "
+          "(software.tp_overlap; none, or no sequence parallelism: no effect)"),
+  boolean("/options/overlap/pp", "true",
+          "pipeline send/recv overlaps compute (not where software.pipeline.p2p is "
+          "blocking_sync)"),
   boolean("/options/overlap/cp", "true", "context-parallel K/V exchange overlaps attention"),
   boolean("/options/flash_attention", "true", "fused attention: no s*s score matrix is kept"),
   integer("/options/dp_bucket_params", kDefault, "0", 0, 1e12,

@@ -145,6 +145,8 @@ class SpecBuilder {
   /// A framework whose tensor parallelism always shards the activations runs
   /// a tp > 1 plan with sequence parallelism (software.tensor_parallel).
   void shard_tp_activations(ScenarioSpec& s);
+  /// The plan's overlap options as far as the software can honour them.
+  void software_overlaps(ScenarioSpec& s);
   // Slow parts in the step (/degraded), after the job's GPU count is known.
   void build_degraded(ScenarioSpec& s);
   void build_software(SoftwareSpec& s);  // reader_software.cc

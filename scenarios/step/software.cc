@@ -14,7 +14,6 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.selective = s.selective;
   p.fused_softmax_max_keys = s.fused_softmax_max_keys;
   p.cp_merge = s.cp_merge;
-  p.p2p = s.p2p;
   p.pipeline_grad_sync = s.pipeline_grad_sync;
   p.data_parallel = s.data_parallel;
   p.fp8 = s.fp8;
@@ -45,17 +44,6 @@ hwmodels::KernelImplementation kernel_implementation(const ScenarioSpec& spec) {
     k.attention = hwmodels::AttentionKernel::kFlash2;
   }
   k.host = s.host;
-  switch (s.tp_overlap) {
-    case strategies::TpOverlap::kNone:
-      k.tp_overlap = hwmodels::TpOverlapKernels::kNccl;
-      break;
-    case strategies::TpOverlap::kTeUserbuffers:
-      k.tp_overlap = hwmodels::TpOverlapKernels::kTeUserbuffers;
-      break;
-    case strategies::TpOverlap::kAsyncTp:
-      k.tp_overlap = hwmodels::TpOverlapKernels::kCopyEngine;
-      break;
-  }
   return k;
 }
 

@@ -35,6 +35,29 @@ double Pricer::op_time(int32_t work, size_t segment, size_t op_index) {
   return t;
 }
 
+double Pricer::overlapped_op_time(int32_t work, size_t segment, size_t op_index, int32_t chunks) {
+  const Op& op = schedule_.works[static_cast<size_t>(work)].segments[segment].ops[op_index];
+  if (chunks <= 1 || op.kind != OpKind::kGemm || op.gemm.m < 2) {
+    return op_time(work, segment, op_index);
+  }
+  const auto key = std::make_tuple(work, segment, op_index, chunks);
+  const auto it = chunked_times_.find(key);
+  if (it != chunked_times_.end()) return it->second;
+  // m rows in `chunks` pieces: `longer` of them one row longer than the rest.
+  const int64_t pieces = std::min<int64_t>(chunks, op.gemm.m);
+  const int64_t rows = op.gemm.m / pieces;
+  const int64_t longer = op.gemm.m % pieces;
+  Op chunk = op;
+  chunk.gemm.m = rows;
+  double t = static_cast<double>(pieces - longer) * price_compute(chunk);
+  if (longer > 0) {
+    chunk.gemm.m = rows + 1;
+    t += static_cast<double>(longer) * price_compute(chunk);
+  }
+  chunked_times_.emplace(key, t);
+  return t;
+}
+
 double Pricer::comm_sm_share(const std::vector<int64_t>& group) const {
   const int sms = hw_.gpu.spec().sms;
   if (sms <= 0) return 0.0;
@@ -44,11 +67,9 @@ double Pricer::comm_sm_share(const std::vector<int64_t>& group) const {
 
 double Pricer::comm_sm_share(const strategies::CollectiveShape& c,
                              const std::vector<int64_t>& group) {
+  if (c.kernel_sms < 0) return comm_sm_share(group);
   const int sms = hw_.gpu.spec().sms;
-  if (c.dispatch.dispatch_sms > 0 && sms > 0) {
-    return std::clamp(static_cast<double>(c.dispatch.dispatch_sms) / sms, 0.0, 0.9);
-  }
-  return comm_sm_share(group);
+  return sms > 0 ? std::clamp(static_cast<double>(c.kernel_sms) / sms, 0.0, 0.9) : 0.0;
 }
 
 double Pricer::collective_time(const Op& op, const std::vector<int64_t>& group) {
@@ -283,7 +304,8 @@ WorkCost price_work(const Schedule& schedule, Pricer& pricer, int32_t work, int6
         const Op& comm = op.kind == OpKind::kCollective ? op : seg.ops[j];
         const Op& compute = op.kind == OpKind::kCollective ? seg.ops[j] : op;
         const size_t compute_index = op.kind == OpKind::kCollective ? j : i;
-        const double alone = slowdown * pricer.op_time(work, s, compute_index);
+        const double alone = slowdown * pricer.overlapped_op_time(work, s, compute_index,
+                                                                  comm.collective.gemm_chunks);
         const double tx = pricer.collective_time(comm, group_of(comm.collective));
         const double share = pricer.comm_sm_share(comm.collective, group_of(comm.collective));
         const double tc = tx > 0 ? alone + share * std::min(tx, alone / (1.0 - share)) : alone;

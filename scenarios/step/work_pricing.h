@@ -30,13 +30,19 @@ class Pricer {
   /// Seconds one instance of a compute op takes.
   double op_time(int32_t work, size_t segment, size_t op_index);
 
+  /// Seconds one instance of a compute op takes beside the collective it is
+  /// paired with: a GEMM cut into `chunks` row chunks runs them back to back
+  /// (CollectiveShape::gemm_chunks), each with its own waves.
+  double overlapped_op_time(int32_t work, size_t segment, size_t op_index, int32_t chunks);
+
   /// Fraction of the GPU's SMs the NCCL kernel of a collective among
   /// `group` holds while it runs (hwmodels::kernel_sms over GpuSpec::sms),
   /// below 1 (compute beside it is priced at 1 / (1 - share)).
   double comm_sm_share(const std::vector<int64_t>& group) const;
 
-  /// The SM share of an in-task collective: a fused MoE dispatch holds the
-  /// SMs the framework gives it, anything else its NCCL kernel's.
+  /// The SM share of an in-task collective: the SMs its kernels hold where
+  /// the op says (a fused MoE dispatch's, a TP overlap's), else its NCCL
+  /// kernel's.
   double comm_sm_share(const strategies::CollectiveShape& c, const std::vector<int64_t>& group);
 
   /// The framework's host costs.
@@ -60,6 +66,7 @@ class Pricer {
   // [work][segment][op] -> seconds per instance; -1 = not priced yet.
   std::vector<std::vector<std::vector<double>>> op_times_;
   std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
+  std::map<std::tuple<int32_t, size_t, size_t, int32_t>, double> chunked_times_;
 };
 
 /// The group an in-task collective runs over: its dimension's, the
