@@ -397,6 +397,10 @@ void SpecBuilder::check_precision(const ScenarioSpec& s) {
     warn(
         "training.precision_recipe fp8_full: attention is priced at its bf16 rate (the fp8 "
         "attention kernels' speed is not modelled); the linears scale as delayed fp8");
+  } else if (s.software.fp8.attention && s.training.precision == sim::NumberFormat::kFp8) {
+    warn(
+        "software.fp8.attention: attention is priced at its bf16 rate (the fp8 attention "
+        "kernels' speed is not modelled)");
   }
 }
 

@@ -278,6 +278,24 @@ TEST(PowerLimit, DefaultsToTheBoardPowerAndIsChecked) {
   EXPECT_DOUBLE_EQ(read_ok(scenario).cluster.gpu.power_limit_w, 101.0);
 }
 
+TEST(Fp8Attention, WhatIsNotPricedIsSaid) {
+  // fp8 attention kernels' speed is not modelled: both ways of asking for
+  // them say so, and an fp8 run without them stays quiet.
+  auto warned = [](const ScenarioSpec& s) {
+    return std::any_of(s.warnings.begin(), s.warnings.end(), [](const std::string& w) {
+      return w.find("attention is priced at its bf16 rate") != std::string::npos;
+    });
+  };
+  json scenario = base_scenario();
+  scenario["training"]["precision"] = "fp8";
+  EXPECT_FALSE(warned(read_ok(scenario)));
+  scenario["software"] = {{"base", "megatron-core"}, {"fp8", {{"attention", true}}}};
+  EXPECT_TRUE(warned(read_ok(scenario)));
+  scenario["software"] = "megatron-core";
+  scenario["training"]["precision_recipe"] = "fp8_full";
+  EXPECT_TRUE(warned(read_ok(scenario)));
+}
+
 TEST(HostLink, PresetsCarryTheirLinkAndAGivenOneIsChecked) {
   json scenario = base_scenario();
   // H100: PCIe Gen5 x16, 64 GB/s each way.
