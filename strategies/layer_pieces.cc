@@ -21,10 +21,14 @@ namespace {
 enum class UbMethod : uint8_t { kRingExchange, kPipeline, kBulk };
 
 /// Whether the software overlaps this TP collective with its GEMM: the plan
-/// asks for it, and it lies in a transformer block, where TE's modules (or
-/// torch.compile's micro-pipelined TP) run.
-bool overlaps_tp(const Job& job, CodeRegion region) {
-  return job.options.overlap_tp && region == CodeRegion::kBlock;
+/// asks for it, the software has an overlap, the collectives are sequence
+/// parallelism's gathers and reductions (Megatron asserts --sequence-parallel
+/// with --tp-comm-overlap; AsyncTP fuses all-gather + matmul and matmul +
+/// reduce-scatter), and it lies in a transformer block, where TE's modules
+/// (or torch.compile's micro-pipelined TP) run.
+bool overlaps_tp(const Job& job, const RankShape& r, CodeRegion region) {
+  return job.options.overlap_tp && job.software.tp_overlap != TpOverlap::kNone && r.sp &&
+         region == CodeRegion::kBlock;
 }
 
 /// Marks `op` (if any) as run by the software's TP overlap: the SMs its
@@ -55,7 +59,7 @@ void by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method) 
       op->collective.kernel_sms = 0;
       op->collective.gemm_chunks = tp;
       break;
-    case TpOverlap::kNone:  // the reader turns overlap_tp off for it
+    case TpOverlap::kNone:  // no overlap (overlaps_tp)
       break;
   }
 }
@@ -67,7 +71,7 @@ void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const cha
                        CodeRegion region) {
   if (!r.sp) return;
   Op* ag = b.collective(name, Dim::kTp, CollectiveKind::kAllGather, full_hidden_bytes(r));
-  const bool overlapped = overlaps_tp(job, region);
+  const bool overlapped = overlaps_tp(job, r, region);
   if (overlapped) by_tp_overlap(job, r, ag, UbMethod::kRingExchange);
   pair(ag, overlapped ? b.size() : -1);
 }
@@ -76,7 +80,7 @@ void tp_reduce_forward(const Job& job, const RankShape& r, Builder& b, const cha
                        int32_t gemm_index, double bytes) {
   Op* op = b.collective(name, Dim::kTp,
                         r.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, bytes);
-  const bool overlapped = overlaps_tp(job, CodeRegion::kBlock);
+  const bool overlapped = overlaps_tp(job, r, CodeRegion::kBlock);
   if (overlapped) by_tp_overlap(job, r, op, UbMethod::kPipeline);
   pair(op, overlapped ? gemm_index : -1);
 }
@@ -85,7 +89,7 @@ void tp_reduce_forward(const Job& job, const RankShape& r, Builder& b, const cha
 /// [re-gather X (SP) || dgrad] [reduce dX || wgrad], as Megatron overlaps them.
 void column_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                             int64_t in, int64_t out, double model_fraction, CodeRegion region) {
-  const bool by_software = overlaps_tp(job, region);
+  const bool by_software = overlaps_tp(job, r, region);
   const double dx_bytes = d(r.tokens) * d(in) * r.e;
   Op* regather = nullptr;
   if (r.sp) {
@@ -113,7 +117,7 @@ void row_linear_backward(const Job& job, const RankShape& r, Builder& b, const s
   if (r.sp) {
     Op* gather = b.collective(name + "_dout_gather", Dim::kTp, CollectiveKind::kAllGather,
                               d(r.tokens) * d(out) * r.e);
-    const bool overlapped = overlaps_tp(job, CodeRegion::kBlock);
+    const bool overlapped = overlaps_tp(job, r, CodeRegion::kBlock);
     if (overlapped) by_tp_overlap(job, r, gather, UbMethod::kRingExchange);
     pair(gather, overlapped ? b.size() : -1);
   }

@@ -78,18 +78,17 @@ void SpecBuilder::software_overlaps(ScenarioSpec& s) {
            "blocking_sync): its sends block compute");
     }
   }
-  if (!o.overlap_tp || s.plan.tp <= 1) return;
+  // The layer's op lists honour both conditions below whatever the plan
+  // (strategies::ops, a sweep's plans too); this says so for the scenario's.
+  if (!o.overlap_tp) return;
   if (s.software.tp_overlap == strategies::TpOverlap::kNone) {
     o.overlap_tp = false;
-    warn("options.overlap.tp: " + software +
-         " has no tensor-parallel communication overlap (software.tp_overlap.method none): its "
-         "TP collectives block compute");
-  } else if (!s.plan.sequence_parallel) {
-    // TE userbuffers overlap the all-gathers and reduce-scatters of sequence
-    // parallelism (Megatron asserts --sequence-parallel with
-    // --tp-comm-overlap); AsyncTP fuses all-gather + matmul and matmul +
-    // reduce-scatter, which only sequence parallelism has.
-    o.overlap_tp = false;
+    if (s.plan.tp > 1) {
+      warn("options.overlap.tp: " + software +
+           " has no tensor-parallel communication overlap (software.tp_overlap.method none): "
+           "its TP collectives block compute");
+    }
+  } else if (s.plan.tp > 1 && !s.plan.sequence_parallel) {
     warn("options.overlap.tp: " + software +
          "'s TP overlap works on the all-gathers and reduce-scatters of sequence parallelism, "
          "which the plan leaves off: its TP all-reduces block compute");

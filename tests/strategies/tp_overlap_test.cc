@@ -98,6 +98,28 @@ TEST(TpOverlap, WithoutItOnlyMegatronsBackwardPairsOverlapOnNccl) {
   }
 }
 
+TEST(TpOverlap, NeedsTheSoftwaresOverlapAndSequenceParallelism) {
+  // Whatever the plan asks (a sweep's plans too): software without an
+  // overlap, or TP without sequence parallelism, leaves the forward
+  // collectives blocking and the backward's dY gather alone.
+  Job none = tp4(TpOverlap::kNone);
+  Job no_sp = tp4(TpOverlap::kTeUserbuffers);
+  no_sp.plan.sequence_parallel = false;
+  for (const Job& job : {none, no_sp}) {
+    const std::vector<Op> fwd = layer_ops(job, Pass::kForward);
+    for (const Op& op : fwd) {
+      if (op.kind != OpKind::kCollective) continue;
+      EXPECT_EQ(op.collective.overlap_op, -1) << op.name;
+    }
+    for (const Op& op : layer_ops(job, Pass::kBackward)) {
+      if (op.kind != OpKind::kCollective) continue;
+      EXPECT_EQ(op.collective.kernel_sms, -1) << op.name;
+      EXPECT_EQ(op.collective.gemm_chunks, 1) << op.name;
+    }
+  }
+  EXPECT_EQ(partner(layer_ops(none, Pass::kBackward), "attn_out_dout_gather"), "");
+}
+
 TEST(TpOverlap, TheOutputLayerOutsideTheBlocksKeepsNcclCollectives) {
   // Megatron's output layer is not a TE module; torchtitan compiles the
   // blocks only: their TP overlap does not reach the vocabulary projection.
