@@ -200,13 +200,15 @@ void Builder::build_rank(size_t ri) {
   reduced_shards_.clear();
   const auto first_task = static_cast<TaskId>(s_.tasks.size());
   const bool zero12 = zero_ == 1 || zero_ == 2;
-
+  const DataParallelPolicy& dp = job_.software.data_parallel;
   // ZeRO-1/2 with overlap: the parameter all-gathers of the previous
   // step's update run at the start of this step, bucket by bucket, and the
   // first forward of each chunk runs in bucket pieces, each waiting for its
-  // own bucket (Megatron's overlapped param gather).
+  // own bucket (Megatron's overlapped param gather, where the software
+  // prefetches in the forward); otherwise they follow the optimizer step.
+  const bool gathers_in_forward = zero12 && job_.options.overlap_dp && dp.forward_prefetch;
   std::vector<std::vector<std::vector<TaskId>>> chunk_gathers(static_cast<size_t>(v_));
-  if (zero12 && job_.options.overlap_dp) {
+  if (gathers_in_forward) {
     for (const ChunkPlan& c : st.chunks) {
       auto& per_bucket = chunk_gathers[static_cast<size_t>(c.info.virtual_index)];
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
@@ -216,7 +218,6 @@ void Builder::build_rank(size_t ri) {
     }
   }
   std::vector<bool> chunk_started(static_cast<size_t>(v_), false);
-  const DataParallelPolicy& dp = job_.software.data_parallel;
   // FSDP1's BACKWARD_POST issues the next unit's gather after the current
   // unit's gradients, DeepSpeed's 2021 ZeRO-3 when a unit is reached:
   // either way the backward waits for it.
@@ -443,7 +444,7 @@ void Builder::build_rank(size_t ri) {
   const TaskId opt = add(o);
   dep(opt, reduce_tail);
   finish_rank_memory(first_task, opt, st);
-  if (zero12 && !job_.options.overlap_dp) {
+  if (zero12 && !gathers_in_forward) {
     for (const ChunkPlan& c : st.chunks) {
       for (auto it = c.buckets.rbegin(); it != c.buckets.rend(); ++it) {
         for (TaskId g :

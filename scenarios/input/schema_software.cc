@@ -120,7 +120,9 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_choice("/software/data_parallel/param_gather", "bucket|unit|parameter",
                    "what one ZeRO/FSDP all-gather covers: a bucket, a unit (block), one parameter"),
   mechanism_flag("/software/data_parallel/forward_prefetch",
-                 "the next unit's all-gather overlaps the current unit's forward"),
+                 "the next unit's all-gather overlaps the current unit's forward (ZeRO-1/2: "
+                 "the updated parameters' bucket gathers run beside the next step's forward, "
+                 "else after the optimizer step)"),
   mechanism_choice("/software/data_parallel/backward_prefetch", "pre|post|none",
                    "the next unit's backward gather is issued before this unit's gradients, after them, "
                    "or when the unit is reached"),

@@ -84,6 +84,33 @@ TEST(ScheduleCounts, AFrameworkThatReducesAfterTheBackwardDoesSoWhateverTheScena
   EXPECT_EQ(counts(built_schedule(job, Scope::kRepresentatives)), std::make_pair(2, 4));
 }
 
+TEST(ScheduleCounts, ZeroOneGathersInTheForwardOnlyWhereTheSoftwarePrefetches) {
+  // Megatron's overlap_param_gather runs the updated parameters' all-gathers
+  // at the next step's start, beside its forward; a framework that does not
+  // prefetch (data_parallel.forward_prefetch false) gathers after its
+  // optimizer step.
+  Job job = preset_job("llama3-8b", 2048, 16);
+  job.model.layers = 4;
+  job.plan.dp = 8;
+  job.plan.zero = 1;
+  auto placement = [](const Schedule& s) {
+    TaskId optimizer = -1;
+    std::vector<TaskId> gathers;
+    for (TaskId id = s.rank_begin[0]; id < s.rank_begin[1]; ++id) {
+      if (s.tasks[id].kind == TaskKind::kOptimizer) optimizer = id;
+      if (s.tasks[id].purpose == CommPurpose::kParamGather) gathers.push_back(id);
+    }
+    EXPECT_GE(optimizer, 0);
+    EXPECT_FALSE(gathers.empty());
+    bool all_before = true, all_after = true;
+    for (const TaskId g : gathers) (g < optimizer ? all_after : all_before) = false;
+    return std::make_pair(all_before, all_after);
+  };
+  EXPECT_EQ(placement(built_schedule(job, Scope::kRepresentatives)), std::make_pair(true, false));
+  job.software.data_parallel.forward_prefetch = false;
+  EXPECT_EQ(placement(built_schedule(job, Scope::kRepresentatives)), std::make_pair(false, true));
+}
+
 TEST(ScheduleCounts, ZeroThreeGathersEveryUnitTwicePerMicroBatch) {
   Job job = preset_job("llama3-8b", 2048, 16);
   job.model.layers = 4;
