@@ -7,12 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hwmodels/collectives.h"
 #include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
-#include "scenarios/step/software.h"
-#include "scenarios/step/step_simulation.h"
 #include "scenarios/step/work_pricing.h"
+#include "tests/scenarios/step/step_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -81,18 +79,11 @@ TEST(OverlapMechanisms, TpOverlapNeedsTheSoftwareAndSequenceParallelism) {
 TEST(OverlapMechanisms, AGemmCutIntoChunksPaysEachChunksWaves) {
   // Under TE userbuffers the QKV GEMM beside the ring-exchange all-gather
   // runs in tp = 4 row chunks; priced here chunk by chunk from the GPU model.
-  const ScenarioSpec spec = read_ok(llama8b_tp4_pp2("megatron-core"));
-  const strategies::Job job = job_of(spec);
-  const strategies::BuildResult built =
-      strategies::build_schedule(job, strategies::Scope::kRepresentatives);
+  const testing::StepParts parts(read_ok(llama8b_tp4_pp2("megatron-core")));
+  const strategies::BuildResult& built = parts.built;
   ASSERT_TRUE(built.schedule.has_value());
-  hwmodels::FabricOptions options;
-  options.gpus = spec.gpus;
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster, options);
-  const hwmodels::GpuModel gpu(spec.cluster.gpu);
-  const hwmodels::CollectiveParams collectives =
-      hwmodels::CollectiveParams::for_cluster(spec.cluster);
-  const StepHardware hardware{gpu, fabric, collectives, kernel_implementation(spec)};
+  const hwmodels::GpuModel& gpu = parts.gpu;
+  const StepHardware hardware = parts.hardware();  // the pricer keeps a reference
   Pricer pricer(*built.schedule, hardware);
   int checked = 0;
   for (size_t w = 0; w < built.schedule->works.size() && checked == 0; ++w) {

@@ -12,6 +12,7 @@
 #include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
 #include "tests/scenarios/input/malformed_corpus.h"
+#include "tests/scenarios/step/step_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -77,18 +78,10 @@ TEST(StepLimits, SlowGpuRatesPastTheClockNameTheirKey) {
 TEST(StepLimits, MoreFlowsThanTheLimitNameTheCollectivesThatMakeThem) {
   // The data-parallel reductions and gathers of this job have thousands of
   // flows; with a limit of 1,000 the step stops where it passes it.
-  const ScenarioSpec spec = llama8b_on("");
-  const strategies::Job job = job_of(spec);
-  const strategies::BuildResult built =
-      strategies::build_schedule(job, strategies::Scope::kRepresentatives);
+  const testing::StepParts parts(llama8b_on(""));
+  const strategies::BuildResult& built = parts.built;
   ASSERT_TRUE(built.schedule.has_value());
-  hwmodels::FabricOptions options;
-  options.gpus = spec.gpus;
-  const hwmodels::Fabric fabric = hwmodels::Fabric::build(spec.cluster, options);
-  const hwmodels::GpuModel gpu(spec.cluster.gpu);
-  const hwmodels::CollectiveParams collectives =
-      hwmodels::CollectiveParams::for_cluster(spec.cluster);
-  const StepHardware hardware{gpu, fabric, collectives};
+  const StepHardware hardware = parts.hardware();
   const StepTimeline timeline = simulate_schedule(*built.schedule, hardware, 1000);
   ASSERT_TRUE(timeline.too_many_flows_task.has_value());
   EXPECT_GT(timeline.flows, 1000u);

@@ -6,8 +6,13 @@
 
 #include <string>
 
+#include "hwmodels/collectives.h"
+#include "hwmodels/fabric.h"
+#include "hwmodels/gpu_model.h"
 #include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
+#include "scenarios/step/step_simulation.h"
 
 namespace podsim::scenarios::testing {
 
@@ -32,5 +37,32 @@ inline Report simulate_ok(const ScenarioSpec& spec, SimulateOptions options = {}
   }
   return report.value();
 }
+
+/// A scenario's schedule (one rank per stage) and the hardware models the
+/// step prices it on, built as simulate() builds them, for tests that drive
+/// the pricing or the engine themselves.
+struct StepParts {
+  explicit StepParts(const ScenarioSpec& spec)
+      : built(strategies::build_schedule(job_of(spec), strategies::Scope::kRepresentatives)),
+        fabric(hwmodels::Fabric::build(spec.cluster, fabric_options(spec))),
+        gpu(spec.cluster.gpu),
+        collectives(hwmodels::CollectiveParams::for_cluster(spec.cluster)),
+        kernels(kernel_implementation(spec)) {
+    for (const strategies::PlanProblem& p : built.problems)
+      ADD_FAILURE() << p.path << ": " << p.message;
+  }
+  static hwmodels::FabricOptions fabric_options(const ScenarioSpec& spec) {
+    hwmodels::FabricOptions options;
+    options.gpus = spec.gpus;
+    return options;
+  }
+  StepHardware hardware() const { return {gpu, fabric, collectives, kernels}; }
+
+  strategies::BuildResult built;
+  hwmodels::Fabric fabric;
+  hwmodels::GpuModel gpu;
+  hwmodels::CollectiveParams collectives;
+  hwmodels::KernelImplementation kernels;
+};
 
 }  // namespace podsim::scenarios::testing
