@@ -207,10 +207,11 @@ inline void pair(Op* collective, int32_t target) {
 
 // ---- Element-wise pieces, as the framework implements them (elementwise_ops.cc) ----
 
-/// Where an element-wise op sits: inside a transformer block, or around the
-/// blocks (the final norm before the head), which a compiler that compiles
-/// block by block (torch.compile per TransformerBlock) leaves eager and a
-/// whole-step compiler (XLA) does not.
+/// Where an op sits: inside a transformer block, or around the blocks (the
+/// final norm and the output layer), which a compiler that compiles block by
+/// block (torch.compile per TransformerBlock) leaves eager and a whole-step
+/// compiler (XLA) does not, and which TP overlap inside the blocks (TE
+/// modules, compiled blocks) does not reach.
 enum class CodeRegion : uint8_t { kBlock, kAroundBlocks };
 
 /// Norm forward; saves its input.

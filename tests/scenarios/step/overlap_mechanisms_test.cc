@@ -30,13 +30,7 @@ json llama8b_tp4_pp2(const json& software) {
   return s;
 }
 
-Result<ScenarioSpec> read(const json& scenario) { return read_scenario_text(scenario.dump()); }
-
-ScenarioSpec read_ok(const json& scenario) {
-  Result<ScenarioSpec> spec = read(scenario);
-  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.problems().front().to_string());
-  return spec.ok() ? std::move(spec).value() : ScenarioSpec{};
-}
+ScenarioSpec read_ok(const json& scenario) { return testing::read(scenario.dump()); }
 
 bool warns(const ScenarioSpec& spec, const std::string& part) {
   for (const std::string& w : spec.warnings) {
