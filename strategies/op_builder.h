@@ -330,6 +330,18 @@ std::vector<Op> filter_ops(const std::vector<Op>& ops, Keep keep) {
   return out;
 }
 
+/// Appends `more` to `ops`: each list numbers its overlap targets from its
+/// own start, so `more`'s move by the ops already in `ops`.
+inline void append_ops(std::vector<Op>& ops, std::vector<Op> more) {
+  const auto offset = static_cast<int32_t>(ops.size());
+  for (Op& op : more) {
+    if (op.kind == OpKind::kCollective && op.collective.overlap_op >= 0) {
+      op.collective.overlap_op += offset;
+    }
+    ops.push_back(std::move(op));
+  }
+}
+
 /// The ops of a layer's forward (`forward`, built for `r` and `kind`) that
 /// run again before its backward under the plan's recompute or offload
 /// policy, as OpRole::kRecompute (recompute_policy.cc).

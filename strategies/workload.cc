@@ -401,7 +401,7 @@ std::vector<Op> mtp_ops(const Job& job, Pass pass) {
     tp_reduce_forward(job, r, b, "mtp_eh_proj_gather", proj, full);
     layer_forward(job, r, kind, b);
     std::vector<Op> ops = b.take();
-    for (Op& op : head_ops(job, Pass::kForward)) ops.push_back(std::move(op));
+    ops::append_ops(ops, head_ops(job, Pass::kForward));
     return ops;
   }
   std::vector<Op> ops = head_ops(job, pass);
@@ -418,7 +418,7 @@ std::vector<Op> mtp_ops(const Job& job, Pass pass) {
   b.memory("mtp_embed_wgrad", full + 2 * d(r.tokens) * d(r.hidden) * grad_element_bytes(job),
            d(r.tokens) * d(r.hidden));
   b.set_role(OpRole::kInputGrad);
-  for (Op& op : split_backward(b.take(), pass)) ops.push_back(std::move(op));
+  ops::append_ops(ops, split_backward(b.take(), pass));
   return ops;
 }
 

@@ -133,5 +133,26 @@ TEST(TpOverlap, TheOutputLayerOutsideTheBlocksKeepsNcclCollectives) {
   }
 }
 
+TEST(TpOverlap, MultiTokenPredictionLayersKeepTheirPairsBesideTheHead) {
+  // The MTP module's ops are its own projection and block followed by the
+  // shared head (forward) or preceded by it (backward): each overlapped
+  // collective still names the GEMM its block paired it with.
+  Job job = tp4(TpOverlap::kTeUserbuffers);
+  job.model.mtp_layers = 1;
+  for (const Pass pass : {Pass::kForward, Pass::kBackward, Pass::kBackwardInput}) {
+    const std::vector<Op> ops = mtp_ops(job, pass);
+    int32_t pairs = 0;
+    for (const Op& op : ops) {
+      if (op.kind != OpKind::kCollective || op.collective.overlap_op < 0) continue;
+      ++pairs;
+      ASSERT_LT(static_cast<size_t>(op.collective.overlap_op), ops.size()) << op.name;
+      EXPECT_EQ(ops[static_cast<size_t>(op.collective.overlap_op)].kind, OpKind::kGemm) << op.name;
+    }
+    EXPECT_GT(pairs, 0);
+  }
+  EXPECT_EQ(partner(mtp_ops(job, Pass::kBackward), "mlp_fc2_dout_gather"), "mlp_fc2_dgrad");
+  EXPECT_EQ(partner(mtp_ops(job, Pass::kForward), "attn_input_gather"), "qkv");
+}
+
 }  // namespace
 }  // namespace podsim::strategies
