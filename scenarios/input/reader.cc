@@ -229,7 +229,25 @@ void SpecBuilder::build_attention(strategies::ModelShape& m) {
   l.qk_rope_head_dim = integer("/model/attention/qk_rope_head_dim").value_or(0);
   l.qk_nope_head_dim = integer("/model/attention/qk_nope_head_dim").value_or(0);
   l.v_head_dim = integer("/model/attention/v_head_dim").value_or(0);
-  if (a.kind != strategies::AttentionKind::kMla) return;
+  if (!given("/model/attention/sliding_window") && given("/model/attention/sliding_window_every")) {
+    warn(
+        "model.attention.sliding_window_every: no sliding_window is given, so every layer "
+        "attends to the whole sequence (the key is ignored)");
+  }
+  if (a.kind != strategies::AttentionKind::kMla) {
+    std::string mla_keys;
+    for (const char* key :
+         {"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}) {
+      if (!given(std::string("/model/attention/") + key)) continue;
+      mla_keys += (mla_keys.empty() ? "" : ", ") + std::string(key);
+    }
+    if (!mla_keys.empty()) {
+      warn("model.attention: " + mla_keys +
+           " describe multi-head latent attention, but kind is \"" + kind +
+           "\": ignored (kind \"mla\" uses them)");
+    }
+    return;
+  }
   const std::pair<const char*, int64_t> needed[] = {{"kv_lora_rank", l.kv_lora_rank},
                                                     {"qk_nope_head_dim", l.qk_nope_head_dim},
                                                     {"v_head_dim", l.v_head_dim}};

@@ -227,6 +227,36 @@ TEST(Reader, PlanKeys) {
   }
 }
 
+TEST(Reader, AttentionKeysTheKindDoesNotUseAreNamedInAWarning) {
+  // DeepSeek-V3's preset with grouped-query attention asked for: its MLA
+  // ranks no longer describe anything the model runs.
+  json scenario = base_scenario();
+  scenario["model"] = {{"base", "deepseek-v3"}, {"attention", {{"kind", "gqa"}}}};
+  scenario["cluster"]["nodes"] = 128;
+  scenario["parallelism"] = {{"dp", 32}, {"tp", 2}, {"pp", 16}, {"ep", 64}};
+  // (61 layers over 16 stages also warn: count only the attention's.)
+  auto mentions = [](const ScenarioSpec& spec, const std::string& text) {
+    int32_t n = 0;
+    for (const std::string& w : spec.warnings) n += w.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  };
+  const ScenarioSpec gqa = read_ok(scenario);
+  EXPECT_EQ(mentions(gqa,
+                     "q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim "
+                     "describe multi-head latent attention, but kind is \"gqa\""),
+            1);
+  scenario["model"]["attention"]["kind"] = "mla";
+  EXPECT_EQ(mentions(read_ok(scenario), "latent attention"), 0);
+  // A window period without a window changes nothing.
+  json windowless = base_scenario();
+  windowless["model"] = {{"base", "llama3-8b"}, {"attention", {{"sliding_window_every", 2}}}};
+  const ScenarioSpec every = read_ok(windowless);
+  ASSERT_EQ(every.warnings.size(), 1u);
+  EXPECT_NE(every.warnings[0].find("sliding_window_every: no sliding_window"), std::string::npos);
+  windowless["model"]["attention"]["sliding_window"] = 4096;
+  EXPECT_TRUE(read_ok(windowless).warnings.empty());
+}
+
 TEST(Reader, MixtureOfExpertsKeysOfVersion1Point2) {
   json scenario = base_scenario();
   scenario["model"] = "deepseek-v3";
