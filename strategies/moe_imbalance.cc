@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace podsim::strategies {
 
-double expected_max_standard_normal(int64_t n) {
-  if (n <= 1) return 0.0;
+namespace {
+
+double integrate_expected_max(int64_t n) {
   // E[max] = integral of x * n phi(x) Phi(x)^(n-1) dx, by the trapezoid rule
   // on [-10, 10] (the integrand is below 1e-20 outside for n <= 1e6).
   constexpr int kSteps = 4000;
@@ -22,6 +24,18 @@ double expected_max_standard_normal(int64_t n) {
     sum += (i == 0 || i == kSteps) ? f / 2 : f;
   }
   return sum * step;
+}
+
+}  // namespace
+
+double expected_max_standard_normal(int64_t n) {
+  if (n <= 1) return 0.0;
+  // Every MoE op of every plan a sweep prices asks for the same few n (its
+  // ep sizes): each thread integrates each n once.
+  thread_local std::unordered_map<int64_t, double> known;
+  const auto it = known.find(n);
+  if (it != known.end()) return it->second;
+  return known.emplace(n, integrate_expected_max(n)).first->second;
 }
 
 double busiest_rank_load(const MoeShape& moe, int64_t tokens, int64_t ep) {

@@ -2,7 +2,9 @@
 // on 1,024 H100 (seq 8192, global batch 1024; scenarios/examples/
 // llama3-70b-1024-h100.json) in under 60 s on the 2 cores of the CI machine,
 // all cores used. Also the Llama 3 405B / 16,384 H100 acceptance sweep
-// (scenarios/examples/llama3-405b-16k.json, micro-batches 1, 2, 4). Counters:
+// (scenarios/examples/llama3-405b-16k.json, micro-batches 1, 2, 4), and a
+// mixture-of-experts sweep whose plans each price their experts' load
+// imbalance (scenarios/examples/mixtral-8x7b-ep.json, 440,223 plans). Counters:
 // plans enumerated, pruned by the memory bound, skipped by the step-time
 // bound, simulated, and plans per second of wall time.
 #include <benchmark/benchmark.h>
@@ -57,5 +59,10 @@ void BM_Sweep_Llama3_405B_16kH100(benchmark::State& state) {
   run_sweep(state, load_scenario("scenarios/examples/llama3-405b-16k.json"), options);
 }
 BENCHMARK(BM_Sweep_Llama3_405B_16kH100)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+void BM_Sweep_Mixtral_8x7B_64H100(benchmark::State& state) {
+  run_sweep(state, load_scenario("scenarios/examples/mixtral-8x7b-ep.json"), SweepOptions{});
+}
+BENCHMARK(BM_Sweep_Mixtral_8x7B_64H100)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
