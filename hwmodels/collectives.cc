@@ -498,4 +498,20 @@ std::vector<int64_t> gpu_range(int64_t first, int64_t count) {
   return out;
 }
 
+CollectivePlan plan_back_to_back(const Fabric& fabric, CollectiveOp op,
+                                 std::span<const int64_t> group, double bytes, int64_t calls,
+                                 const CollectiveParams& params) {
+  if (calls < 1) throw std::invalid_argument("collective: calls must be at least 1");
+  const auto times = static_cast<double>(calls);
+  CollectivePlan plan = plan_collective(fabric, op, group, bytes / times, Algorithm::kAuto, params);
+  if (calls == 1) return plan;
+  plan.bytes *= times;
+  plan.estimate_s *= times;
+  for (Phase& phase : plan.phases) {
+    phase.latency_s *= times;
+    for (Transfer& t : phase.transfers) t.bytes *= times;
+  }
+  return plan;
+}
+
 }  // namespace podsim::hwmodels

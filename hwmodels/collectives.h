@@ -167,6 +167,15 @@ CollectivePlan plan_collective(const Fabric& fabric, CollectiveOp op,
                                const CollectiveParams& params = CollectiveParams{},
                                std::optional<Protocol> protocol = std::nullopt);
 
+/// `calls` collectives of bytes / calls each, one after another, as one
+/// plan (a framework that gathers or reduces parameter by parameter pays
+/// every call's latency): the one-call plan with each phase's latency and
+/// bytes times `calls`, so that its closed-form time is calls x the one
+/// call's and the engine gets no more flows. calls >= 1.
+CollectivePlan plan_back_to_back(const Fabric& fabric, CollectiveOp op,
+                                 std::span<const int64_t> group, double bytes, int64_t calls,
+                                 const CollectiveParams& params = CollectiveParams{});
+
 /// The algorithms `op` can use on `group` here (kAuto excluded).
 std::vector<Algorithm> available_algorithms(const Fabric& fabric, CollectiveOp op,
                                             std::span<const int64_t> group);

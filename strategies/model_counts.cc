@@ -239,6 +239,15 @@ std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange
   return t;
 }
 
+int64_t partitioned_parameter_tensors(const Job& job, const WorkRange& range) {
+  const auto threshold = static_cast<double>(job.software.data_parallel.persist_below_params);
+  int64_t partitioned = 0;
+  for (const ParamTensor& t : range_parameter_tensors(job, range)) {
+    if (!t.expert && t.elements >= threshold) ++partitioned;
+  }
+  return partitioned;
+}
+
 namespace {
 StageParams sum(const std::vector<ParamTensor>& tensors) {
   StageParams p;

@@ -77,6 +77,10 @@ std::vector<ParamTensor> embedding_parameter_tensors(const Job& job);
 std::vector<ParamTensor> head_parameter_tensors(const Job& job);
 std::vector<ParamTensor> mtp_parameter_tensors(const Job& job);
 std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range);
+/// The range's dense tensors a ZeRO-3 sharding partitions: those of at least
+/// software.data_parallel.persist_below_params elements (DeepSpeed's
+/// persistence threshold keeps smaller ones whole on every rank).
+int64_t partitioned_parameter_tensors(const Job& job, const WorkRange& range);
 
 // ---- FLOP conventions -------------------------------------------------------
 

@@ -89,6 +89,10 @@ struct Task {
   CommPurpose purpose = CommPurpose::kNone;
   CollectiveKind collective = CollectiveKind::kSendRecv;
   Dim dim = Dim::kDp;  ///< the dimension its time is reported under
+  /// Collectives: the back-to-back NCCL calls of bytes / calls each it
+  /// stands for (DeepSpeed's 2021 ZeRO-3 gathers and reduces parameter by
+  /// parameter), 1 .. kMaxCommCalls.
+  uint8_t calls = 1;
   int32_t group = -1;  ///< index into Schedule::groups; -1 for send/recv
   int32_t peer = -1;   ///< send/recv: the receiving rank
   /// Collectives: its sequence number among this rank's tasks on `group`.
@@ -105,6 +109,7 @@ struct Task {
   }
 };
 static_assert(sizeof(Task) == 64);
+inline constexpr int64_t kMaxCommCalls = 255;
 
 /// The tasks of a schedule, by id. The ranks of a pipeline stage run the same
 /// task list, each with its own rank, peers, groups and dependencies, so an

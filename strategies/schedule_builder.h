@@ -251,6 +251,12 @@ class Builder {
   void grad_sync(const Piece& p, const Slot* slot, int32_t chunk, bool final, TaskId after,
                  std::array<size_t, 2> grads = {kNoBuffer, kNoBuffer});
 
+  /// The NCCL calls one dense gather or reduce-scatter of piece `p` over
+  /// the shard group is made of: one per partitioned tensor where the
+  /// software collects parameter by parameter (ParamGather::kParameter under
+  /// ZeRO-3), else 1.
+  uint8_t shard_calls(const Piece& p) const;
+
   /// Parameter all-gathers of a piece (ZeRO). Returns the tasks; with ZeRO-3
   /// adds the buffers of gathered weights they hold to `gathered` (their
   /// consumer gives them back).

@@ -1,11 +1,18 @@
 // The data-parallel communication of a schedule: gradient all-reduces and
 // reduce-scatters (with HSDP's replica all-reduce), per micro-batch or once
 // per step, and the ZeRO parameter all-gathers, prefetched or not.
+#include <algorithm>
 #include <vector>
 
 #include "strategies/schedule_builder.h"
 
 namespace podsim::strategies::schedule_detail {
+
+uint8_t Builder::shard_calls(const Piece& p) const {
+  if (zero_ != 3 || job_.software.data_parallel.param_gather != ParamGather::kParameter) return 1;
+  const int64_t tensors = partitioned_parameter_tensors(job_, p.range);
+  return static_cast<uint8_t>(std::clamp<int64_t>(tensors, 1, kMaxCommCalls));
+}
 
 void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, bool final, TaskId after,
                         std::array<size_t, 2> grads) {
@@ -16,8 +23,10 @@ void Builder::grad_sync(const Piece& p, const Slot* slot, int32_t chunk, bool fi
   // `reduced`: the unreduced gradients the reduce-scatter gives back.
   auto emit = [&](CommPurpose purpose, CollectiveKind kind, GroupKind gk, double bytes,
                   size_t reduced, bool expert) {
-    last = add(
-        comm(Stream::kDpReduce, purpose, kind, Dim::kDp, group(rank_, gk), bytes, p, chunk, mb));
+    Task t =
+        comm(Stream::kDpReduce, purpose, kind, Dim::kDp, group(rank_, gk), bytes, p, chunk, mb);
+    if (gk == GroupKind::kShard) t.calls = shard_calls(p);
+    last = add(t);
     release(reduced, last);
     if (kind == CollectiveKind::kReduceScatter) on_reduce_scatter(last, p, chunk, expert, reduced);
     dep(last, after);
@@ -58,8 +67,10 @@ std::vector<TaskId> Builder::param_gather(const Piece& p, int32_t chunk, int32_t
       job_.software.data_parallel.shared_collective_stream ? Stream::kDpReduce : Stream::kDpGather;
   auto emit = [&](GroupKind gk, double params, int64_t size, bool expert) {
     if (params <= 0 || size <= 1) return;
-    const TaskId t = add(comm(stream, CommPurpose::kParamGather, CollectiveKind::kAllGather,
-                              Dim::kDp, group(rank_, gk), params * e, p, chunk, mb));
+    Task gather = comm(stream, CommPurpose::kParamGather, CollectiveKind::kAllGather, Dim::kDp,
+                       group(rank_, gk), params * e, p, chunk, mb);
+    if (gk == GroupKind::kShard) gather.calls = shard_calls(p);
+    const TaskId t = add(gather);
     out.push_back(t);
     if (zero_ != 3) return;
     // The gathered weights: the other ranks' shards around this one's, or a

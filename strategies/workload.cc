@@ -437,10 +437,7 @@ void add_zero3_parameter_host_work(const Job& job, Pass pass, const WorkRange& r
   const DataParallelPolicy& dp = job.software.data_parallel;
   const int64_t group = shard_group_size(job);
   if (job.plan.zero != 3 || dp.param_gather != ParamGather::kParameter || group <= 1) return;
-  int64_t partitioned = 0;  // weights at or above the persistence threshold
-  for (const ParamTensor& t : range_parameter_tensors(job, range)) {
-    if (!t.expert && t.elements >= static_cast<double>(dp.persist_below_params)) ++partitioned;
-  }
+  const int64_t partitioned = partitioned_parameter_tensors(job, range);
   const bool recomputes = job.plan.recompute.mode != RecomputeMode::kNone;
   const bool backward = pass == Pass::kBackward || pass == Pass::kBackwardInput;
   const bool gathers = !backward || !recomputes || dp.regather_for_recompute;

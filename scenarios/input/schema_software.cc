@@ -118,7 +118,9 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_choice("/software/data_parallel/reduce_dtype", "fp32|bf16",
                    "wire format of the gradient reduction (bf16: any 16-bit format)"),
   mechanism_choice("/software/data_parallel/param_gather", "bucket|unit|parameter",
-                   "what one ZeRO/FSDP all-gather covers: a bucket, a unit (block), one parameter"),
+                   "what one ZeRO/FSDP all-gather covers: a bucket, a unit (block), or one "
+                   "parameter (ZeRO-3: a unit's gathers and reduce-scatters are one NCCL call per "
+                   "partitioned tensor, each paying its latency)"),
   mechanism_flag("/software/data_parallel/forward_prefetch",
                  "the next unit's all-gather overlaps the current unit's forward (ZeRO-1/2: "
                  "the updated parameters' bucket gathers run beside the next step's forward, "

@@ -194,13 +194,14 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       std::vector<hwmodels::Route> routes;
       double sm_share = 0;
     };
-    using PlanKey = std::tuple<int32_t, int64_t, int64_t, int, uint64_t>;
+    using PlanKey = std::tuple<int32_t, int64_t, int64_t, int, uint64_t, uint8_t>;
     struct PlanKeyHash {
       size_t operator()(const PlanKey& k) const {
         uint64_t h = static_cast<uint64_t>(std::get<0>(k));
         for (const uint64_t v :
              {static_cast<uint64_t>(std::get<1>(k)), static_cast<uint64_t>(std::get<2>(k)),
-              static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k)}) {
+              static_cast<uint64_t>(std::get<3>(k)), std::get<4>(k),
+              static_cast<uint64_t>(std::get<5>(k))}) {
           h = mix_hash(h, v);
         }
         return static_cast<size_t>(h);
@@ -224,14 +225,15 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
               : std::span<const int64_t>(schedule.groups[static_cast<size_t>(task.group)].ranks);
       const hwmodels::CollectiveOp op =
           p2p ? hwmodels::CollectiveOp::kBroadcast : collective_op(task.collective);
-      const PlanKey plan_key{p2p ? -1 : task.group, p2p ? rank : -1, p2p ? task.peer : -1,
-                             static_cast<int>(op), bits_of(task.bytes)};
+      const PlanKey plan_key{p2p ? -1 : task.group, p2p ? rank : -1,     p2p ? task.peer : -1,
+                             static_cast<int>(op),  bits_of(task.bytes), task.calls};
       auto plan = plans.find(plan_key);
       if (plan == plans.end()) {
         const std::vector<int64_t> group(members.begin(), members.end());
         RoutedPlan routed;
-        routed.plan = hwmodels::plan_collective(hardware.fabric, op, group, task.bytes,
-                                                hwmodels::Algorithm::kAuto, hardware.collectives);
+        routed.plan =
+            hwmodels::plan_back_to_back(hardware.fabric, op, group, task.bytes,
+                                        std::max<int64_t>(1, task.calls), hardware.collectives);
         hwmodels::RouteHook hook;
         if (symmetric) {
           const std::vector<int64_t>* shifts = &images.distinct(group);

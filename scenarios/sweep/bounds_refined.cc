@@ -99,7 +99,7 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
       std::vector<std::pair<uint32_t, double>> link_bytes;  ///< constrained links only
       uint64_t instances = 0;
     };
-    std::map<std::tuple<int32_t, int64_t, int64_t, int, double>, CommShape> shapes;
+    std::map<std::tuple<int32_t, int64_t, int64_t, int, double, uint8_t>, CommShape> shapes;
     std::unordered_set<int64_t> seen_instances;
     for (size_t r = 0; r < sched.ranks.size(); ++r) {
       const int64_t rank = sched.ranks[r];
@@ -125,13 +125,13 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
           op = hwmodels::CollectiveOp::kBroadcast;
         }
         auto key = std::make_tuple(p2p ? -1 : t.group, p2p ? rank : -1, p2p ? t.peer : -1,
-                                   static_cast<int>(op), t.bytes);
+                                   static_cast<int>(op), t.bytes, t.calls);
         auto it = shapes.find(key);
         if (it == shapes.end()) {
           const std::vector<int64_t>& group =
               p2p ? members : sched.groups[static_cast<size_t>(t.group)].ranks;
-          const hwmodels::CollectivePlan plan = hwmodels::plan_collective(
-              fabric, op, group, t.bytes, hwmodels::Algorithm::kAuto, collectives);
+          const hwmodels::CollectivePlan plan = hwmodels::plan_back_to_back(
+              fabric, op, group, t.bytes, std::max<int64_t>(1, t.calls), collectives);
           CommShape shape;
           shape.seconds = plan.estimate_s;
           std::map<uint32_t, double> per_link;

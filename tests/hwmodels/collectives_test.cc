@@ -408,6 +408,46 @@ TEST(Schedule, StartsAfterDependenciesAndIsDeterministic) {
   }
 }
 
+// DeepSpeed's 2021 ZeRO-3 all-gathers a layer parameter by parameter: four
+// calls of a quarter each cost four one-call latencies, as four plans run
+// one after another in the engine do, with the flows of one.
+TEST(BackToBack, CallsCostWhatTheyCostOneAfterAnother) {
+  const Fabric f = Fabric::build(dgx_h100(4));
+  const std::vector<int64_t> group = gpu_range(0, 32);
+  constexpr double kBytes = 64e6;
+  constexpr int64_t kCalls = 4;
+  const CollectivePlan one = plan_collective(f, CollectiveOp::kAllGather, group, kBytes / kCalls);
+  const CollectivePlan four = plan_back_to_back(f, CollectiveOp::kAllGather, group, kBytes, kCalls);
+  EXPECT_DOUBLE_EQ(four.bytes, kBytes);
+  EXPECT_NEAR(four.estimate_s, kCalls * one.estimate_s, 1e-12);
+  EXPECT_EQ(four.flow_count(), one.flow_count());
+  EXPECT_NEAR(four.total_bytes(), kCalls * one.total_bytes(), 1e-3);
+  // Latency-bound at this size: four calls take far longer than one call of
+  // the whole (which pays its latency once).
+  const CollectivePlan whole = plan_collective(f, CollectiveOp::kAllGather, group, kBytes);
+  EXPECT_GT(four.estimate_s, whole.estimate_s * 1.2);
+
+  sim::Engine calls;  // four one-call plans, each after the previous
+  const FabricInstance calls_fabric = f.instantiate(calls);
+  sim::ActivityId previous = schedule_collective(calls, calls_fabric, one);
+  for (int64_t call = 1; call < kCalls; ++call) {
+    const sim::ActivityId after[] = {previous};
+    previous = schedule_collective(calls, calls_fabric, one, after);
+  }
+  ASSERT_TRUE(calls.run().completed());
+  sim::Engine batched;  // the one plan standing for them
+  const FabricInstance batched_fabric = f.instantiate(batched);
+  const sim::ActivityId end = schedule_collective(batched, batched_fabric, four);
+  ASSERT_TRUE(batched.run().completed());
+  EXPECT_NEAR(batched.finish_time(end).seconds(), calls.finish_time(previous).seconds(), 1e-9);
+  EXPECT_NEAR(batched.finish_time(end).seconds(), kCalls * one.estimate_s, 1e-9);
+
+  EXPECT_EQ(plan_back_to_back(f, CollectiveOp::kAllGather, group, kBytes, 1).estimate_s,
+            whole.estimate_s);
+  EXPECT_THROW(plan_back_to_back(f, CollectiveOp::kAllGather, group, kBytes, 0),
+               std::invalid_argument);
+}
+
 // A plan routed once and added twice runs as two plans routed each time.
 TEST(Schedule, RoutedOnceAddedTwiceIsTheSameRun) {
   const Fabric f = Fabric::build(dgx_h100(2));

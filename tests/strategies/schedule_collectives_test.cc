@@ -165,6 +165,33 @@ TEST(ScheduleCounts, ZeroThreeGathersAsTheFrameworkSchedulesThem) {
   EXPECT_DOUBLE_EQ(step(deepspeed), 4 * (1 + 1) + 4 * (1 + 1 + 1 + 2));
 }
 
+// DeepSpeed's 2021 ZeRO-3 gathers and reduce-scatters a layer parameter by
+// parameter: each of its collectives stands for one NCCL call per weight
+// matrix above the persistence threshold (GPT-3's four; its biases and
+// LayerNorms stay whole), FSDP's for one call per unit.
+TEST(ScheduleCounts, PerParameterCollectivesCountTheirCalls) {
+  Job job = preset_job("gpt3-175b", 2048, 64, 1);
+  job.model.layers = 4;
+  job.plan.dp = 64;
+  job.plan.zero = 3;
+  auto calls = [](const Schedule& s) {
+    std::set<int> seen;
+    for (const Task& t : s.rank_tasks(0)) {
+      if (t.purpose == CommPurpose::kParamGather || t.purpose == CommPurpose::kGradSync) {
+        if (t.layer_end - t.layer_begin == 1 && !t.embedding && !t.head) seen.insert(t.calls);
+      }
+    }
+    return seen;
+  };
+  EXPECT_EQ(calls(built_schedule(job, Scope::kRepresentatives)), std::set<int>{1});
+  DataParallelPolicy& dp = job.software.data_parallel;
+  dp.param_gather = ParamGather::kParameter;
+  dp.persist_below_params = 100'000;
+  EXPECT_EQ(calls(built_schedule(job, Scope::kRepresentatives)), std::set<int>{4});
+  dp.persist_below_params = 1'000'000'000;  // nothing partitioned: still one call
+  EXPECT_EQ(calls(built_schedule(job, Scope::kRepresentatives)), std::set<int>{1});
+}
+
 TEST(ScheduleCounts, GathersAndReductionsOfOneGroupShareItsCollectiveStream) {
   // FSDP2 over 8 ranks, 4 units, no recompute; forward 1, backward 2, each
   // gather and each reduce-scatter 1. One NCCL stream per process group
