@@ -24,7 +24,8 @@ struct HostCost {
   double unit_hook_s = 0;             ///< per sharded unit per pass: the framework's hooks
   double sync_s = 20e-6;              ///< one host synchronisation (drains the run-ahead)
   /// Per rank of the group, per collective called with a list of per-rank
-  /// tensors: the copy between that rank's view and NCCL's flat buffer.
+  /// tensors: building that rank's view (the framework's loop) and the copy
+  /// between it and NCCL's flat buffer.
   double rank_list_entry_s = 0;
   double dtensor_dispatch_s = 0;  ///< per tensor per DTensor-dispatched op
   CudaGraphs graphs = CudaGraphs::kNone;

@@ -96,7 +96,8 @@ constexpr KeyDecl kSoftwareKeys[] = {
   mechanism_time("/software/host/sync", "one host synchronisation (drains the queue of issued kernels)"),
   // Added after v1.1 was published: optional, so full v1.1 objects still read.
   {"/software/host/rank_list_entry", KeyKind::kQuantity, kDefault, "0", Dimension::kSeconds, 0,
-   10, false, "", "host time per group rank of a collective called with per-rank tensor lists"},
+   10, false, "", "host time per group rank of a collective called with per-rank tensor lists (building the "
+   "rank's view and copying it to or from NCCL's flat buffer)"},
   mechanism_time("/software/host/dtensor_dispatch", "host time per tensor of a DTensor-dispatched op"),
   mechanism_choice("/software/host/cuda_graphs", "none|per_layer|full_iteration",
                    "kernels replayed from CUDA graphs instead of issued one by one"),
