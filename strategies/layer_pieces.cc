@@ -31,7 +31,8 @@ bool overlaps_tp(const Job& job, const RankShape& r, CodeRegion region) {
          region == CodeRegion::kBlock;
 }
 
-/// Marks `op` (if any) as run by the software's TP overlap: the SMs its
+/// Whether the TP collective `op` (if any) in `region` overlaps its GEMM
+/// (overlaps_tp); if it does, marks it as the software runs it: the SMs its
 /// kernels hold and the chunks its GEMM is cut into.
 /// TE userbuffers' defaults (TransformerEngine v1.11 pytorch/module/base.py
 /// initialize_ub): ring_exchange (qkv/fc1 fprop, proj/fc2 dgrad) num_sm 1,
@@ -44,8 +45,9 @@ bool overlaps_tp(const Job& job, const RankShape& r, CodeRegion region) {
 /// chunks); it fuses an all-gather on a matmul's rows and a reduce-scatter
 /// of its output, not the bulk pairs (an input re-gathered for a weight
 /// gradient gathers the contraction dimension), which stay NCCL's.
-void by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method) {
-  if (op == nullptr) return;
+bool by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method, CodeRegion region) {
+  if (!overlaps_tp(job, r, region)) return false;
+  if (op == nullptr) return true;
   const auto tp = static_cast<int32_t>(r.tp);
   switch (job.software.tp_overlap) {
     case TpOverlap::kTeUserbuffers:
@@ -62,6 +64,7 @@ void by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method) 
     case TpOverlap::kNone:  // no overlap (overlaps_tp)
       break;
   }
+  return true;
 }
 
 }  // namespace
@@ -71,25 +74,20 @@ void sp_gather_forward(const Job& job, const RankShape& r, Builder& b, const cha
                        CodeRegion region) {
   if (!r.sp) return;
   Op* ag = b.collective(name, Dim::kTp, CollectiveKind::kAllGather, full_hidden_bytes(r));
-  const bool overlapped = overlaps_tp(job, r, region);
-  if (overlapped) by_tp_overlap(job, r, ag, UbMethod::kRingExchange);
-  pair(ag, overlapped ? b.size() : -1);
+  pair(ag, by_tp_overlap(job, r, ag, UbMethod::kRingExchange, region) ? b.size() : -1);
 }
 /// The reduction after a row-parallel linear at index `gemm_index`.
 void tp_reduce_forward(const Job& job, const RankShape& r, Builder& b, const char* name,
                        int32_t gemm_index, double bytes) {
   Op* op = b.collective(name, Dim::kTp,
                         r.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, bytes);
-  const bool overlapped = overlaps_tp(job, r, CodeRegion::kBlock);
-  if (overlapped) by_tp_overlap(job, r, op, UbMethod::kPipeline);
-  pair(op, overlapped ? gemm_index : -1);
+  pair(op, by_tp_overlap(job, r, op, UbMethod::kPipeline, CodeRegion::kBlock) ? gemm_index : -1);
 }
 
 /// Backward of a column-parallel linear Y = X W (X: tokens x in, W: in x out):
 /// [re-gather X (SP) || dgrad] [reduce dX || wgrad], as Megatron overlaps them.
 void column_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                             int64_t in, int64_t out, double model_fraction, CodeRegion region) {
-  const bool by_software = overlaps_tp(job, r, region);
   const double dx_bytes = d(r.tokens) * d(in) * r.e;
   Op* regather = nullptr;
   if (r.sp) {
@@ -99,13 +97,13 @@ void column_linear_backward(const Job& job, const RankShape& r, Builder& b, cons
         b.collective(name + "_input_regather", Dim::kTp, CollectiveKind::kAllGather, dx_bytes);
     b.set_role(saved);
   }
-  if (by_software) by_tp_overlap(job, r, regather, UbMethod::kBulk);
+  by_tp_overlap(job, r, regather, UbMethod::kBulk, region);
   pair(regather, b.size());
   b.gemm(name + "_dgrad", r.tokens, in, out, 1, model_fraction);
   Op* reduce =
       b.collective(name + "_dgrad_reduce", Dim::kTp,
                    r.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, dx_bytes);
-  if (by_software) by_tp_overlap(job, r, reduce, UbMethod::kBulk);
+  by_tp_overlap(job, r, reduce, UbMethod::kBulk, region);
   pair(reduce, b.size());
   b.set_role(OpRole::kWeightGrad);
   b.gemm(name + "_wgrad", in, out, r.tokens, 1, model_fraction);
@@ -117,8 +115,8 @@ void row_linear_backward(const Job& job, const RankShape& r, Builder& b, const s
   if (r.sp) {
     Op* gather = b.collective(name + "_dout_gather", Dim::kTp, CollectiveKind::kAllGather,
                               d(r.tokens) * d(out) * r.e);
-    const bool overlapped = overlaps_tp(job, r, CodeRegion::kBlock);
-    if (overlapped) by_tp_overlap(job, r, gather, UbMethod::kRingExchange);
+    const bool overlapped =
+        by_tp_overlap(job, r, gather, UbMethod::kRingExchange, CodeRegion::kBlock);
     pair(gather, overlapped ? b.size() : -1);
   }
   b.gemm(name + "_dgrad", r.tokens, in, out);

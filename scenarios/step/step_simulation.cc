@@ -231,9 +231,8 @@ StepTimeline simulate_schedule(const Schedule& schedule, const StepHardware& har
       if (plan == plans.end()) {
         const std::vector<int64_t> group(members.begin(), members.end());
         RoutedPlan routed;
-        routed.plan =
-            hwmodels::plan_back_to_back(hardware.fabric, op, group, task.bytes,
-                                        std::max<int64_t>(1, task.calls), hardware.collectives);
+        routed.plan = hwmodels::plan_back_to_back(hardware.fabric, op, group, task.bytes,
+                                                  task.calls, hardware.collectives);
         hwmodels::RouteHook hook;
         if (symmetric) {
           const std::vector<int64_t>* shifts = &images.distinct(group);

@@ -130,8 +130,8 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         if (it == shapes.end()) {
           const std::vector<int64_t>& group =
               p2p ? members : sched.groups[static_cast<size_t>(t.group)].ranks;
-          const hwmodels::CollectivePlan plan = hwmodels::plan_back_to_back(
-              fabric, op, group, t.bytes, std::max<int64_t>(1, t.calls), collectives);
+          const hwmodels::CollectivePlan plan =
+              hwmodels::plan_back_to_back(fabric, op, group, t.bytes, t.calls, collectives);
           CommShape shape;
           shape.seconds = plan.estimate_s;
           std::map<uint32_t, double> per_link;
