@@ -45,6 +45,11 @@ bool overlaps_tp(const Job& job, const RankShape& r, CodeRegion region) {
 /// chunks); it fuses an all-gather on a matmul's rows and a reduce-scatter
 /// of its output, not the bulk pairs (an input re-gathered for a weight
 /// gradient gathers the contraction dimension), which stay NCCL's.
+/// XLA's collective matmul on TPU (--xla_tpu_decompose_all_gather_einsum;
+/// Wang et al., ASPLOS'23, "Overlap Communication with Dependent Computation
+/// via Decomposition") turns an all-gather feeding an einsum into tp - 1
+/// collective-permutes over ICI DMA, each beside the einsum of the shard
+/// already there (tp chunks); the other patterns stay as without it.
 bool by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method, CodeRegion region) {
   if (!overlaps_tp(job, r, region)) return false;
   if (op == nullptr) return true;
@@ -57,6 +62,15 @@ bool by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method, 
                                                                      : 1;
       break;
     case TpOverlap::kAsyncTp:
+      if (method == UbMethod::kBulk) break;
+      op->collective.kernel_sms = 0;
+      op->collective.gemm_chunks = tp;
+      break;
+    case TpOverlap::kXlaCollectiveMatmul:
+      // The reduce-scatter after a row-parallel einsum is decomposed only
+      // under --xla_tpu_decompose_einsum_reduce_scatter, which MaxText's TP
+      // recipes (GPT-3 on v5p) leave off: it blocks the next op.
+      if (method == UbMethod::kPipeline) return false;
       if (method == UbMethod::kBulk) break;
       op->collective.kernel_sms = 0;
       op->collective.gemm_chunks = tp;

@@ -178,7 +178,8 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   const std::pair<const char*, TpOverlap> overlaps[] = {
       {"none", TpOverlap::kNone},
       {"te_userbuffers", TpOverlap::kTeUserbuffers},
-      {"async_tp", TpOverlap::kAsyncTp}};
+      {"async_tp", TpOverlap::kAsyncTp},
+      {"xla_collective_matmul", TpOverlap::kXlaCollectiveMatmul}};
   s.tp_overlap = pick(choice("/software/tp_overlap/method"), overlaps, s.tp_overlap);
   s.tp_shards_activations =
       yes("/software/tensor_parallel/shard_activations", s.tp_shards_activations);

@@ -167,8 +167,10 @@ constexpr KeyDecl kSoftwareKeys[] = {
   sources("/software/fp8/sources"),
 
   object("/software/tp_overlap", kRequired, "tensor-parallel communication overlap (with options.overlap.tp)"),
-  mechanism_choice("/software/tp_overlap/method", "none|te_userbuffers|async_tp",
-                   "none, Transformer Engine userbuffers, or PyTorch AsyncTP"),
+  mechanism_choice("/software/tp_overlap/method", "none|te_userbuffers|async_tp|xla_collective_matmul",
+                   "none, Transformer Engine userbuffers, PyTorch AsyncTP, or XLA's collective matmul "
+                   "(the all-gather before an einsum decomposed beside it; its reduce-scatter stays "
+                   "blocking)"),
   sources("/software/tp_overlap/sources"),
 
   // Added after v1.1 was published: optional, so full v1.1 objects still read.

@@ -1,7 +1,8 @@
 // Tensor-parallel communication overlap as the software runs it
 // (SoftwarePolicy::tp_overlap with options.overlap_tp): which collectives of a
 // layer sit beside which GEMM, the SMs their kernels hold and the chunks the
-// GEMM is cut into (TE userbuffers' defaults, PyTorch AsyncTP).
+// GEMM is cut into (TE userbuffers' defaults, PyTorch AsyncTP, XLA's collective
+// matmul).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -79,6 +80,27 @@ TEST(TpOverlap, AsyncTpMovesShardsWithCopyEnginesAndLeavesBulkPairsToNccl) {
   // Gathering a weight gradient's contraction dimension is not a pattern
   // AsyncTP fuses: an NCCL kernel, as without the overlap.
   EXPECT_EQ(named(bwd, "mlp_fc1_input_regather").collective.kernel_sms, -1);
+  EXPECT_EQ(named(bwd, "mlp_fc1_input_regather").collective.gemm_chunks, 1);
+}
+
+TEST(TpOverlap, XlaCollectiveMatmulDecomposesOnlyTheGathersInFrontOfEinsums) {
+  const Job job = tp4(TpOverlap::kXlaCollectiveMatmul);
+  const std::vector<Op> fwd = layer_ops(job, Pass::kForward);
+  // The all-gathers feeding QKV and the MLP's first einsum: collective-permutes
+  // over ICI DMA beside tp partial einsums.
+  for (const char* name : {"attn_input_gather", "mlp_input_gather"}) {
+    EXPECT_EQ(named(fwd, name).collective.kernel_sms, 0) << name;
+    EXPECT_EQ(named(fwd, name).collective.gemm_chunks, 4) << name;
+  }
+  EXPECT_EQ(partner(fwd, "attn_input_gather"), "qkv");
+  // The reduce-scatters after the row-parallel einsums stay blocking.
+  for (const char* name : {"attn_reduce", "mlp_reduce"}) {
+    EXPECT_EQ(partner(fwd, name), "") << name;
+    EXPECT_EQ(named(fwd, name).collective.gemm_chunks, 1) << name;
+  }
+  const std::vector<Op> bwd = layer_ops(job, Pass::kBackward);
+  EXPECT_EQ(partner(bwd, "mlp_fc2_dout_gather"), "mlp_fc2_dgrad");
+  EXPECT_EQ(named(bwd, "mlp_fc2_dout_gather").collective.gemm_chunks, 4);
   EXPECT_EQ(named(bwd, "mlp_fc1_input_regather").collective.gemm_chunks, 1);
 }
 
