@@ -45,13 +45,18 @@ bool overlaps_tp(const Job& job, const RankShape& r, CodeRegion region) {
 /// chunks); it fuses an all-gather on a matmul's rows and a reduce-scatter
 /// of its output, not the bulk pairs (an input re-gathered for a weight
 /// gradient gathers the contraction dimension), which stay NCCL's.
-/// XLA's collective matmul on TPU (--xla_tpu_decompose_all_gather_einsum;
-/// Wang et al., ASPLOS'23, "Overlap Communication with Dependent Computation
-/// via Decomposition") turns an all-gather feeding an einsum into tp - 1
-/// collective-permutes over ICI DMA, each beside the einsum of the shard
-/// already there (tp chunks); the other patterns stay as without it.
+/// XLA's collective matmul on TPU (Wang et al., ASPLOS'23, "Overlap
+/// Communication with Dependent Computation via Decomposition") turns an
+/// all-gather feeding an einsum, or a reduce-scatter of its output, into
+/// tp - 1 collective-permutes over ICI DMA, each beside the partial einsum of
+/// one shard (tp chunks); the bulk pairs are not its patterns.
+/// The software's TpOverlapPatterns switch the pipelined patterns off one by
+/// one (Megatron-Core tp_comm_overlap_ag / _rs; XLA's decompose flags).
 bool by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method, CodeRegion region) {
   if (!overlaps_tp(job, r, region)) return false;
+  const TpOverlapPatterns& patterns = job.software.tp_overlap_patterns;
+  if (method == UbMethod::kRingExchange && !patterns.all_gather) return false;
+  if (method == UbMethod::kPipeline && !patterns.reduce_scatter) return false;
   if (op == nullptr) return true;
   const auto tp = static_cast<int32_t>(r.tp);
   switch (job.software.tp_overlap) {
@@ -62,15 +67,7 @@ bool by_tp_overlap(const Job& job, const RankShape& r, Op* op, UbMethod method, 
                                                                      : 1;
       break;
     case TpOverlap::kAsyncTp:
-      if (method == UbMethod::kBulk) break;
-      op->collective.kernel_sms = 0;
-      op->collective.gemm_chunks = tp;
-      break;
     case TpOverlap::kXlaCollectiveMatmul:
-      // The reduce-scatter after a row-parallel einsum is decomposed only
-      // under --xla_tpu_decompose_einsum_reduce_scatter, which MaxText's TP
-      // recipes (GPT-3 on v5p) leave off: it blocks the next op.
-      if (method == UbMethod::kPipeline) return false;
       if (method == UbMethod::kBulk) break;
       op->collective.kernel_sms = 0;
       op->collective.gemm_chunks = tp;

@@ -169,6 +169,14 @@ enum class TpOverlap : uint8_t {
   /// einsum decomposed into collective-permutes beside its partial einsums.
   kXlaCollectiveMatmul,
 };
+/// Which of the pipelined patterns the TP overlap runs (the bulk backward
+/// pairs run beside their GEMM either way).
+struct TpOverlapPatterns {
+  /// The all-gather in front of a column-parallel GEMM, and the backward's dY
+  /// gather before a row-parallel dgrad.
+  bool all_gather = true;
+  bool reduce_scatter = true;  ///< the reduce-scatter after a row-parallel GEMM
+};
 
 enum class OptimizerImpl : uint8_t {
   kFused,    ///< one multi-tensor kernel (apex / TE / DeepSpeed FusedAdam): 28 B per parameter
@@ -260,6 +268,7 @@ struct SoftwarePolicy {
   DataParallelPolicy data_parallel;
   Fp8Policy fp8;
   TpOverlap tp_overlap = TpOverlap::kTeUserbuffers;
+  TpOverlapPatterns tp_overlap_patterns;
   OptimizerPolicy optimizer;
   MemoryPolicy memory;
   MoePolicy moe;

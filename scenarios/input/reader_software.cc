@@ -181,6 +181,9 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
       {"async_tp", TpOverlap::kAsyncTp},
       {"xla_collective_matmul", TpOverlap::kXlaCollectiveMatmul}};
   s.tp_overlap = pick(choice("/software/tp_overlap/method"), overlaps, s.tp_overlap);
+  TpOverlapPatterns& patterns = s.tp_overlap_patterns;
+  patterns.all_gather = yes("/software/tp_overlap/all_gather", patterns.all_gather);
+  patterns.reduce_scatter = yes("/software/tp_overlap/reduce_scatter", patterns.reduce_scatter);
   s.tp_shards_activations =
       yes("/software/tensor_parallel/shard_activations", s.tp_shards_activations);
 

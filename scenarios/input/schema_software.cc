@@ -169,8 +169,17 @@ constexpr KeyDecl kSoftwareKeys[] = {
   object("/software/tp_overlap", kRequired, "tensor-parallel communication overlap (with options.overlap.tp)"),
   mechanism_choice("/software/tp_overlap/method", "none|te_userbuffers|async_tp|xla_collective_matmul",
                    "none, Transformer Engine userbuffers, PyTorch AsyncTP, or XLA's collective matmul "
-                   "(the all-gather before an einsum decomposed beside it; its reduce-scatter stays "
-                   "blocking)"),
+                   "(an einsum's all-gather or reduce-scatter decomposed into collective-permutes "
+                   "beside its partial einsums)"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  boolean("/software/tp_overlap/all_gather", "true",
+          "with the method, the all-gather in front of a column-parallel GEMM (and the backward's "
+          "dY gather before a row-parallel dgrad) runs pipelined with it (Megatron-Core "
+          "tp_comm_overlap_ag, XLA --xla_tpu_decompose_all_gather_einsum)"),
+  boolean("/software/tp_overlap/reduce_scatter", "true",
+          "with the method, the reduce-scatter after a row-parallel GEMM runs pipelined with it "
+          "(Megatron-Core tp_comm_overlap_rs, AsyncTP's fused_matmul_reduce_scatter, XLA "
+          "--xla_tpu_decompose_einsum_reduce_scatter)"),
   sources("/software/tp_overlap/sources"),
 
   // Added after v1.1 was published: optional, so full v1.1 objects still read.

@@ -50,6 +50,7 @@ struct SoftwareSpec {
   strategies::SelectiveRecompute selective = strategies::SelectiveRecompute::kAttentionCore;
   strategies::Fp8Policy fp8;
   strategies::TpOverlap tp_overlap = strategies::TpOverlap::kTeUserbuffers;
+  strategies::TpOverlapPatterns tp_overlap_patterns;
   /// Tensor parallelism always shards the activations between its regions
   /// (the reader then runs a tp > 1 plan with sequence parallelism).
   bool tp_shards_activations = false;

@@ -18,6 +18,7 @@ strategies::SoftwarePolicy software_policy(const ScenarioSpec& spec) {
   p.data_parallel = s.data_parallel;
   p.fp8 = s.fp8;
   p.tp_overlap = s.tp_overlap;
+  p.tp_overlap_patterns = s.tp_overlap_patterns;
   p.optimizer = s.optimizer;
   p.memory = s.memory;
   p.moe = s.moe;

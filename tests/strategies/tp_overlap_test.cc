@@ -83,8 +83,11 @@ TEST(TpOverlap, AsyncTpMovesShardsWithCopyEnginesAndLeavesBulkPairsToNccl) {
   EXPECT_EQ(named(bwd, "mlp_fc1_input_regather").collective.gemm_chunks, 1);
 }
 
-TEST(TpOverlap, XlaCollectiveMatmulDecomposesOnlyTheGathersInFrontOfEinsums) {
-  const Job job = tp4(TpOverlap::kXlaCollectiveMatmul);
+TEST(TpOverlap, XlaCollectiveMatmulDecomposesTheGathersInFrontOfEinsums) {
+  // MaxText's TP recipes on TPU: all-gather + einsum decomposed, the
+  // reduce-scatter after an einsum not (maxtext-tpu's patterns).
+  Job job = tp4(TpOverlap::kXlaCollectiveMatmul);
+  job.software.tp_overlap_patterns.reduce_scatter = false;
   const std::vector<Op> fwd = layer_ops(job, Pass::kForward);
   // The all-gathers feeding QKV and the MLP's first einsum: collective-permutes
   // over ICI DMA beside tp partial einsums.
@@ -102,6 +105,35 @@ TEST(TpOverlap, XlaCollectiveMatmulDecomposesOnlyTheGathersInFrontOfEinsums) {
   EXPECT_EQ(partner(bwd, "mlp_fc2_dout_gather"), "mlp_fc2_dgrad");
   EXPECT_EQ(named(bwd, "mlp_fc2_dout_gather").collective.gemm_chunks, 4);
   EXPECT_EQ(named(bwd, "mlp_fc1_input_regather").collective.gemm_chunks, 1);
+
+  // --xla_tpu_decompose_einsum_reduce_scatter as well: the reduce-scatters too.
+  job.software.tp_overlap_patterns.reduce_scatter = true;
+  const std::vector<Op> both = layer_ops(job, Pass::kForward);
+  EXPECT_EQ(partner(both, "mlp_reduce"), "mlp_fc2");
+  EXPECT_EQ(named(both, "mlp_reduce").collective.gemm_chunks, 4);
+}
+
+TEST(TpOverlap, EachPipelinedPatternCanBeSwitchedOff) {
+  // Megatron-Core's tp_comm_overlap_ag / tp_comm_overlap_rs: without the
+  // all-gather pattern the gathers block (forward) or stand alone (the
+  // backward's dY gather); without the reduce-scatter pattern the forward
+  // reductions block. The bulk backward pairs stay beside their GEMM.
+  Job no_ag = tp4(TpOverlap::kTeUserbuffers);
+  no_ag.software.tp_overlap_patterns.all_gather = false;
+  const std::vector<Op> fwd = layer_ops(no_ag, Pass::kForward);
+  EXPECT_EQ(partner(fwd, "attn_input_gather"), "");
+  EXPECT_EQ(partner(fwd, "mlp_reduce"), "mlp_fc2");
+  const std::vector<Op> bwd = layer_ops(no_ag, Pass::kBackward);
+  EXPECT_EQ(partner(bwd, "attn_out_dout_gather"), "");
+  EXPECT_EQ(partner(bwd, "qkv_input_regather"), "qkv_dgrad");
+  EXPECT_EQ(named(bwd, "qkv_input_regather").collective.kernel_sms, 16);
+
+  Job no_rs = tp4(TpOverlap::kTeUserbuffers);
+  no_rs.software.tp_overlap_patterns.reduce_scatter = false;
+  const std::vector<Op> fwd_rs = layer_ops(no_rs, Pass::kForward);
+  EXPECT_EQ(partner(fwd_rs, "attn_input_gather"), "qkv");
+  EXPECT_EQ(partner(fwd_rs, "mlp_reduce"), "");
+  EXPECT_EQ(named(fwd_rs, "mlp_reduce").collective.kernel_sms, -1);
 }
 
 TEST(TpOverlap, WithoutItOnlyMegatronsBackwardPairsOverlapOnNccl) {
