@@ -165,8 +165,9 @@ enum class TpOverlap : uint8_t {
   kNone,           ///< the framework cannot overlap TP collectives with GEMMs
   kTeUserbuffers,  ///< Transformer Engine userbuffers (Megatron --tp-comm-overlap)
   kAsyncTp,        ///< PyTorch micro-pipelined AsyncTP (needs torch.compile)
-  /// XLA's collective matmul (windowed einsum): an all-gather in front of an
-  /// einsum decomposed into collective-permutes beside its partial einsums.
+  /// XLA's collective matmul (windowed einsum): an einsum's all-gather or
+  /// reduce-scatter decomposed into collective-permutes beside its partial
+  /// einsums.
   kXlaCollectiveMatmul,
 };
 /// Which of the pipelined patterns the TP overlap runs (the bulk backward
