@@ -10,11 +10,11 @@ podsim_packages=(cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
 
 # podsim_preset_packages PRESET: add what PRESET needs beyond the default
-# (the sanitized presets build with clang; libFuzzer and the sanitizer
-# runtimes come with libclang-rt-dev).
+# (the asan preset builds with clang; libFuzzer and the sanitizer runtimes
+# come with libclang-rt-dev).
 podsim_preset_packages() {
   case "$1" in
-    asan | fuzz) podsim_packages+=(clang libclang-rt-dev) ;;
+    asan) podsim_packages+=(clang libclang-rt-dev) ;;
   esac
 }
 
