@@ -8,6 +8,7 @@
 
 #include "hwmodels/gpu_model.h"
 #include "tests/hwmodels/test_specs.h"
+#include "tests/hwmodels/test_util.h"
 
 namespace podsim::hwmodels {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 using sim::NumberFormat;
 using testing::a100;
 using testing::h100;
+using testing::tflops;
 
 AttentionShape shape(int64_t seq, int64_t head_dim, bool causal) {
   AttentionShape s;
@@ -26,8 +28,6 @@ AttentionShape shape(int64_t seq, int64_t head_dim, bool causal) {
   s.causal = causal;
   return s;
 }
-
-double tflops(const KernelCost& c) { return c.flops / c.time_s / 1e12; }
 
 TEST(AttentionKernels, LibrariesPickByGeneration) {
   EXPECT_EQ(resolve(AttentionKernel::kTransformerEngine, GpuArch::kHopper),

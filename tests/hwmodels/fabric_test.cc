@@ -8,11 +8,13 @@
 
 #include "sim/engine.h"
 #include "tests/hwmodels/test_specs.h"
+#include "tests/hwmodels/test_util.h"
 
 namespace podsim::hwmodels {
 namespace {
 
 using testing::dgx_h100;
+using testing::has_problem;
 using testing::llama3_24k;
 
 // 16 nodes in racks of 2, pods of 4 racks... small copy of the llama3 shape.
@@ -21,13 +23,6 @@ ClusterSpec small_llama(double top_oversubscription) {
   c.scale_out.tiers = {TierSpec{"rack", 2, 1.0}, TierSpec{"pod", 8, 1.0},
                        TierSpec{"cluster", 0, top_oversubscription}};
   return c;
-}
-
-bool has_problem(const std::vector<SpecProblem>& ps, const std::string& path) {
-  for (const SpecProblem& p : ps) {
-    if (p.path == path) return true;
-  }
-  return false;
 }
 
 TEST(FabricValidate, AcceptsPresetsAndNamesEachProblem) {

@@ -8,6 +8,7 @@
 #include "hwmodels/kernel_efficiency.h"
 #include "hwmodels/memory_model.h"
 #include "tests/hwmodels/test_specs.h"
+#include "tests/hwmodels/test_util.h"
 
 namespace podsim::hwmodels {
 namespace {
@@ -15,8 +16,7 @@ namespace {
 using sim::NumberFormat;
 using testing::a100;
 using testing::h100;
-
-double tflops(const KernelCost& c) { return c.flops / c.time_s / 1e12; }
+using testing::tflops;
 
 /// Plateau 1, 128 x 256 tiles, no K ramp: only the tile and wave model left.
 KernelEfficiency tiles_only() {

@@ -12,20 +12,15 @@
 #include "hwmodels/fabric.h"
 #include "hwmodels/torus.h"
 #include "tests/hwmodels/test_specs.h"
+#include "tests/hwmodels/test_util.h"
 
 namespace podsim::hwmodels {
 namespace {
 
+using testing::has_problem;
 using testing::mi300x_mesh;
 using testing::tpu_v5p;
 using testing::tpu_v6e;
-
-bool has_problem(const std::vector<SpecProblem>& ps, const std::string& path) {
-  for (const SpecProblem& p : ps) {
-    if (p.path == path) return true;
-  }
-  return false;
-}
 
 TEST(TorusShape, GooglesSliceShapesUpToAxisOrder) {
   TorusSpec v5p;

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/engine_test_util.h"
 
 namespace podsim::sim {
 namespace {
 
-Time ps(int64_t n) { return Time::from_ps(n); }
+using testing::ps;
 
 TEST(EngineDag, ChainAddsDurations) {
   Engine engine;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/engine_test_util.h"
 #include "tests/sim/max_min_reference.h"
 
 namespace podsim::sim {
@@ -17,12 +18,11 @@ namespace {
 
 using reference::reference_finish_s;
 using reference::RefFlow;
+using testing::kG;
+using testing::ps;
 
 constexpr int64_t kUs = 1'000'000;      // ps
 constexpr int64_t kMs = 1'000'000'000;  // ps
-constexpr double kG = 1e9;              // bytes/s
-
-Time ps(int64_t n) { return Time::from_ps(n); }
 
 std::vector<PathHop> path(std::initializer_list<LinkId> links) {
   std::vector<PathHop> hops;

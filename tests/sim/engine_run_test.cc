@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/engine_test_util.h"
 
 namespace podsim::sim {
 namespace {
 
-Time ps(int64_t n) { return Time::from_ps(n); }
+using testing::ps;
 
 bool contains(const std::vector<ActivityId>& ids, ActivityId id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();

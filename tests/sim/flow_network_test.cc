@@ -8,12 +8,13 @@
 #include <random>
 #include <vector>
 
+#include "tests/sim/engine_test_util.h"
 #include "tests/sim/max_min_reference.h"
 
 namespace podsim::sim {
 namespace {
 
-constexpr double kG = 1e9;
+using testing::kG;
 
 std::vector<PathHop> hops(std::initializer_list<uint32_t> links, uint32_t multiplicity = 1) {
   std::vector<PathHop> out;

@@ -15,7 +15,9 @@ namespace podsim::tools_test {
 namespace {
 
 std::string case_file(const char* name) {
-  return std::string(PODSIM_SOURCE_DIR) + "/calibration/execute-cases/" + name;
+  std::string path = PODSIM_SOURCE_DIR "/calibration/execute-cases/";
+  path += name;
+  return path;
 }
 
 TEST(ExecuteCli, WithoutAGpuExitsThreeWithOneSentence) {

@@ -12,9 +12,8 @@ namespace podsim::scenarios {
 namespace {
 
 using testing::base_scenario;
+using testing::kGiB;
 using testing::read_ok;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TEST(Presets, RequiredNamesExist) {
   const PresetLibrary& presets = builtin_presets();

@@ -13,11 +13,10 @@ namespace {
 using nlohmann::json;
 using testing::base_scenario;
 using testing::has_problem;
+using testing::kGiB;
 using testing::problems_text;
 using testing::read;
 using testing::read_ok;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TEST(Reader, BaseScenarioAndDefaults) {
   const ScenarioSpec s = read_ok(base_scenario());

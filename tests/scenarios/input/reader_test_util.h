@@ -8,6 +8,7 @@
 #include <string>
 
 #include "scenarios/input/reader.h"
+#include "tests/scenarios/test_units.h"
 
 namespace podsim::scenarios::testing {
 

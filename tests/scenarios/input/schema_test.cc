@@ -196,10 +196,10 @@ TEST(Schema, DescribeCoversEveryDeclaredKey) {
       }
     }
   }
-  const nlohmann::json json = nlohmann::json::parse(describe_json_text());
-  EXPECT_EQ(json["scenario"].size(), scenario_keys().size());
-  EXPECT_EQ(json["validation"].size(), validation_keys().size());
-  EXPECT_EQ(json["units"].size(), unit_spellings().size());
+  const nlohmann::json described = nlohmann::json::parse(describe_json_text());
+  EXPECT_EQ(described["scenario"].size(), scenario_keys().size());
+  EXPECT_EQ(described["validation"].size(), validation_keys().size());
+  EXPECT_EQ(described["units"].size(), unit_spellings().size());
 }
 
 TEST(Schema, PatternOf) {

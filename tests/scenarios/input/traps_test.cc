@@ -18,11 +18,8 @@ using nlohmann::json;
 using testing::base_scenario;
 using testing::has_problem;
 using testing::problems_text;
+using testing::read;
 using testing::read_ok;
-
-std::vector<Problem> problems_of(const json& scenario) {
-  return read_scenario_text(scenario.dump()).problems();
-}
 
 TEST(Traps, ANicBandwidthMeantInBitsWarnsWithTheUnitStringAndChangesNothingElse) {
   json scenario = base_scenario();
@@ -122,9 +119,9 @@ TEST(Traps, PresetNamesResolveByUniquePrefixAndCommonName) {
   EXPECT_TRUE(has_problem(s.input_warnings, "/cluster/gpu", "read as preset 'h100-sxm-80g'"));
   scenario["model"] = "llama3";
   EXPECT_TRUE(
-      has_problem(problems_of(scenario), "/model",
+      has_problem(read(scenario).problems(), "/model",
                   "'llama3' could be llama3-8b, llama3-70b, llama3-405b: give more of the name"))
-      << problems_text(problems_of(scenario));
+      << problems_text(read(scenario).problems());
 }
 
 TEST(Traps, SuggestionsRankPrefixesBeforeEditDistance) {
@@ -147,7 +144,7 @@ TEST(Traps, FrameworkKeyNamesSuggestTheScenarioKeys) {
   scenario["training"]["micro_batch_size"] = 1;
   scenario["training"]["global_batch_size"] = 512;
   scenario["training"]["tensor_model_parallel_size"] = 2;
-  const std::vector<Problem> problems = problems_of(scenario);
+  const std::vector<Problem> problems = read(scenario).problems();
   EXPECT_TRUE(has_problem(problems, "/parallelism/pipeline_parallel", "did you mean 'pp'?"))
       << problems_text(problems);
   EXPECT_TRUE(
@@ -161,7 +158,7 @@ TEST(Traps, FrameworkKeyNamesSuggestTheScenarioKeys) {
   // Typos of the scenario's own keys keep their edit-distance suggestion.
   scenario = base_scenario();
   scenario["parallelism"]["sequence_paralel"] = true;
-  EXPECT_TRUE(has_problem(problems_of(scenario), "/parallelism/sequence_paralel",
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/parallelism/sequence_paralel",
                           "did you mean 'sequence_parallel'"));
 }
 

@@ -3,11 +3,11 @@
 // A report with every field set to a distinct, recognisable value, for the
 // tests of what reads and writes reports.
 #include "scenarios/step/report.h"
+#include "tests/scenarios/test_units.h"
 
 namespace podsim::scenarios::testing {
 
 inline Report sample_report() {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   Report r;
   r.scenario = "sample";
   r.step_time_s = 12.3456;

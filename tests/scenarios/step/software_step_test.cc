@@ -8,11 +8,13 @@
 #include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
 #include "scenarios/step/software.h"
+#include "tests/scenarios/step/step_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
 
 using nlohmann::json;
+using testing::simulate_ok;
 
 /// Llama 3 8B on one 8-GPU H100 node, FSDP, sequence 8192.
 json llama8b(const json& software) {
@@ -26,27 +28,13 @@ json llama8b(const json& software) {
   return s;
 }
 
-ScenarioSpec read(const json& scenario) {
-  Result<ScenarioSpec> spec = read_scenario_text(scenario.dump());
-  std::string all;
-  for (const Problem& p : spec.problems()) all += p.to_string() + "\n";
-  EXPECT_TRUE(spec.ok()) << all;
-  return spec.ok() ? std::move(spec).value() : ScenarioSpec{};
-}
-
-Report simulate_ok(const ScenarioSpec& spec) {
-  Result<Report> report = simulate(spec);
-  std::string all;
-  for (const Problem& p : report.problems()) all += p.to_string() + "\n";
-  EXPECT_TRUE(report.ok()) << all;
-  return report.ok() ? std::move(report).value() : Report{};
-}
+ScenarioSpec spec_of(const json& scenario) { return testing::read(scenario.dump()); }
 
 TEST(SoftwareStep, AttentionKernelChangesOnlyAttention) {
   json fa2 = {{"base", "megatron-core"}, {"attention", {{"kernel", "fa2"}}}};
   json fa3 = {{"base", "megatron-core"}, {"attention", {{"kernel", "fa3"}}}};
-  const Report slow = simulate_ok(read(llama8b(fa2)));
-  const Report fast = simulate_ok(read(llama8b(fa3)));
+  const Report slow = simulate_ok(spec_of(llama8b(fa2)));
+  const Report fast = simulate_ok(spec_of(llama8b(fa3)));
   EXPECT_GT(slow.step_time_s, fast.step_time_s);
   // Same work: model FLOPs do not depend on the kernel.
   EXPECT_DOUBLE_EQ(slow.model_flops_per_step, fast.model_flops_per_step);
@@ -62,9 +50,9 @@ TEST(SoftwareStep, DelayedScalingWaitsForItsAmaxAllReduceEveryForwardAndBackward
   scenario["training"] = {
       {"seq_len", 4096}, {"global_batch", 64}, {"micro_batch", 1}, {"precision", "fp8"}};
   scenario["parallelism"] = {{"dp", 16}, {"zero", 1}};
-  const Report with = simulate_ok(read(scenario));
+  const Report with = simulate_ok(spec_of(scenario));
   scenario["software"] = {{"base", "megatron-core"}, {"fp8", {{"amax_all_reduce", false}}}};
-  const Report without = simulate_ok(read(scenario));
+  const Report without = simulate_ok(spec_of(scenario));
   const double per_reduction_s = (with.step_time_s - without.step_time_s) / (2 * 4);
   // The all-reduce plus two tiny kernels (concatenation, scale update).
   EXPECT_GT(per_reduction_s, 36e-6);
@@ -74,7 +62,7 @@ TEST(SoftwareStep, DelayedScalingWaitsForItsAmaxAllReduceEveryForwardAndBackward
 TEST(SoftwareStep, FlashAttention3OnA100IsBadInputNamingTheMechanism) {
   json scenario = llama8b({{"base", "megatron-core"}, {"attention", {{"kernel", "fa3"}}}});
   scenario["cluster"] = {{"base", "dgx-a100-selene"}, {"nodes", 1}};
-  const Result<Report> report = simulate(read(scenario));
+  const Result<Report> report = simulate(spec_of(scenario));
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.problems().front().path, "/software/attention/kernel");
   EXPECT_NE(report.problems().front().message.find("Hopper"), std::string::npos);
@@ -83,19 +71,19 @@ TEST(SoftwareStep, FlashAttention3OnA100IsBadInputNamingTheMechanism) {
 TEST(SoftwareStep, UnfusedAttentionKeepsTheScores) {
   // megatron-lm-2021 has no flash kernel: the job materialises the scores
   // even though options.flash_attention defaults to true.
-  const ScenarioSpec spec = read(llama8b("megatron-lm-2021"));
+  const ScenarioSpec spec = spec_of(llama8b("megatron-lm-2021"));
   EXPECT_TRUE(spec.options.flash_attention);
   EXPECT_FALSE(job_of(spec).options.flash_attention);
-  EXPECT_TRUE(job_of(read(llama8b("megatron-core"))).options.flash_attention);
+  EXPECT_TRUE(job_of(spec_of(llama8b("megatron-core"))).options.flash_attention);
 }
 
 TEST(SoftwareStep, ContextParallelSdpaRunsTheFlashBackend) {
   json scenario = llama8b("torchtitan");
   scenario["parallelism"] = {{"dp", 4}, {"cp", 2}, {"zero", 3}};
   scenario["cluster"]["gpu"] = "b200";
-  EXPECT_EQ(kernel_implementation(read(scenario)).attention, hwmodels::AttentionKernel::kFlash2);
+  EXPECT_EQ(kernel_implementation(spec_of(scenario)).attention, hwmodels::AttentionKernel::kFlash2);
   scenario["parallelism"] = {{"dp", 8}, {"zero", 3}};
-  EXPECT_EQ(kernel_implementation(read(scenario)).attention, hwmodels::AttentionKernel::kSdpa);
+  EXPECT_EQ(kernel_implementation(spec_of(scenario)).attention, hwmodels::AttentionKernel::kSdpa);
 }
 
 TEST(SoftwareStep, TheGpuWaitsForTheHostWhenKernelsAreShorterThanTheirLaunch) {
@@ -108,9 +96,9 @@ TEST(SoftwareStep, TheGpuWaitsForTheHostWhenKernelsAreShorterThanTheirLaunch) {
                   {"cuda_graphs", graphs}}},
                 {"optimizer", {{"clip_host_sync", false}}}};
   };
-  const Report free_host = simulate_ok(read(llama8b(host("0 s", "none"))));
-  const Report slow_host = simulate_ok(read(llama8b(host("10 ms", "none"))));
-  const Report graphed = simulate_ok(read(llama8b(host("10 ms", "full_iteration"))));
+  const Report free_host = simulate_ok(spec_of(llama8b(host("0 s", "none"))));
+  const Report slow_host = simulate_ok(spec_of(llama8b(host("10 ms", "none"))));
+  const Report graphed = simulate_ok(spec_of(llama8b(host("10 ms", "full_iteration"))));
   // 10 ms per kernel outlasts any kernel of an 8B layer: the host sets the pace.
   EXPECT_GT(slow_host.step_time_s, 1.5 * free_host.step_time_s);
   EXPECT_GT(slow_host.breakdown.compute, free_host.breakdown.compute);
@@ -133,7 +121,7 @@ json llama8b_on_tpu(const json& software) {
 }
 
 TEST(SoftwareStep, XlaOnATpuHoldsItsLivePeakAndNothingOutsideIt) {
-  const Report xla = simulate_ok(read(llama8b_on_tpu("maxtext-tpu")));
+  const Report xla = simulate_ok(spec_of(llama8b_on_tpu("maxtext-tpu")));
   ASSERT_FALSE(xla.per_stage.empty());
   for (const StageMemory& m : xla.per_stage) {
     // No cache of freed blocks on top of the compiled step's buffers, and
@@ -145,7 +133,7 @@ TEST(SoftwareStep, XlaOnATpuHoldsItsLivePeakAndNothingOutsideIt) {
   // The same buffers under PyTorch's caching allocator: what it keeps cached
   // comes on top of the same live peak.
   json caching = {{"base", "maxtext-tpu"}, {"memory", {{"allocator", "caching"}}}};
-  const Report cached = simulate_ok(read(llama8b_on_tpu(caching)));
+  const Report cached = simulate_ok(spec_of(llama8b_on_tpu(caching)));
   ASSERT_EQ(cached.per_stage.size(), xla.per_stage.size());
   EXPECT_DOUBLE_EQ(cached.per_stage[0].allocated, xla.per_stage[0].allocated);
   EXPECT_GT(cached.per_stage[0].reserved, xla.per_stage[0].reserved);
@@ -159,9 +147,9 @@ TEST(SoftwareStep, XlaCollectiveMatmulHidesTheTpGathersOnATpu) {
   json scenario = llama8b_on_tpu("maxtext-tpu");
   scenario["parallelism"] = {{"dp", 4}, {"tp", 4}, {"zero", 3}, {"recompute", "full"}};
   scenario["options"] = {{"overlap", {{"tp", true}}}};
-  const Report matmul = simulate_ok(read(scenario));
+  const Report matmul = simulate_ok(spec_of(scenario));
   scenario["software"] = {{"base", "maxtext-tpu"}, {"tp_overlap", {{"method", "none"}}}};
-  const Report none = simulate_ok(read(scenario));
+  const Report none = simulate_ok(spec_of(scenario));
   EXPECT_LT(matmul.breakdown.exposed_comm.tp, 0.9 * none.breakdown.exposed_comm.tp);
   EXPECT_LT(matmul.step_time_s, none.step_time_s);
   // The reduce-scatters after the row-parallel einsums still block.
@@ -169,7 +157,7 @@ TEST(SoftwareStep, XlaCollectiveMatmulHidesTheTpGathersOnATpu) {
 }
 
 TEST(SoftwareStep, XlaOnGpusStillHoldsTheCudaContextAndNcclBuffers) {
-  const Report xla = simulate_ok(read(llama8b("maxtext")));
+  const Report xla = simulate_ok(spec_of(llama8b("maxtext")));
   ASSERT_FALSE(xla.per_stage.empty());
   const StageMemory& m = xla.per_stage[0];
   EXPECT_DOUBLE_EQ(m.reserved, m.allocated);
@@ -191,9 +179,9 @@ TEST(SoftwareStep, AnFsdp2CopyOutHoldsTheFlatGatherBesideTheParameters) {
                                            "value_proj"]}
   })");
   scenario["software"] = {{"base", "maxtext-tpu"}, {"memory", {{"gathered_weights", "copy_out"}}}};
-  const Report flat = simulate_ok(read(scenario));
+  const Report flat = simulate_ok(spec_of(scenario));
   scenario["software"] = {{"base", "maxtext-tpu"}, {"memory", {{"gathered_weights", "full_copy"}}}};
-  const Report direct = simulate_ok(read(scenario));
+  const Report direct = simulate_ok(spec_of(scenario));
   ASSERT_FALSE(flat.per_stage.empty());
   ASSERT_FALSE(direct.per_stage.empty());
   // Only the memory differs: the copy's time is the compute-stream copies'

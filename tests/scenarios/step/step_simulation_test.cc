@@ -123,8 +123,8 @@ TEST(StepSimulation, SymmetricEqualsEveryRank) {
           "training": {"seq_len": 2048, "global_batch": 64},
           "parallelism": {"tp": 8, "pp": 1, "dp": 8}})",
   };
-  for (const std::string& json : cases) {
-    const ScenarioSpec spec = read(json);
+  for (const std::string& scenario : cases) {
+    const ScenarioSpec spec = read(scenario);
     SimulateOptions every;
     every.mode = SimulationMode::kEveryRank;
     const Report sym = simulate_ok(spec);
@@ -132,7 +132,7 @@ TEST(StepSimulation, SymmetricEqualsEveryRank) {
     EXPECT_EQ(sym.simulation_mode, "symmetric");
     EXPECT_EQ(all.simulation_mode, "every_rank");
     EXPECT_LT(sym.simulated_ranks, all.simulated_ranks);
-    EXPECT_NEAR(sym.step_time_s, all.step_time_s, 1e-9 * all.step_time_s) << json;
+    EXPECT_NEAR(sym.step_time_s, all.step_time_s, 1e-9 * all.step_time_s) << scenario;
     EXPECT_NEAR(sym.breakdown.bubble, all.breakdown.bubble, 1e-9 * all.step_time_s);
     EXPECT_NEAR(sym.breakdown.exposed_comm.dp, all.breakdown.exposed_comm.dp,
                 1e-9 * all.step_time_s);

@@ -12,6 +12,7 @@
 #include "scenarios/sweep/space_options.h"
 #include "scenarios/sweep/sweep.h"
 #include "tests/scenarios/sweep/sweep_test_util.h"
+#include "tests/scenarios/test_units.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -23,8 +24,7 @@ using sweep_testing::read_ok;
 using sweep_testing::small_scenario;
 using sweep_testing::SmallSweep;
 using sweep_testing::sweep_ok;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using testing::kGiB;
 
 auto results_of(const SweepOutcome& o, const RankedPlan& r) {
   return std::make_tuple(o.candidates[r.index].target, r.outcome.step_time_s,

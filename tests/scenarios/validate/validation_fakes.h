@@ -6,6 +6,7 @@
 
 #include "scenarios/validate/validation.h"
 #include "tests/scenarios/step/sample_report.h"
+#include "tests/scenarios/test_units.h"
 
 namespace podsim::scenarios::testing {
 
@@ -29,7 +30,6 @@ inline std::vector<ValidationCase> three_cases() {
 }
 
 inline Result<Report> fake_simulate(const ScenarioSpec& spec) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   Report r = sample_report();
   r.scenario = spec.name;
   r.step_time_s = 2.0;  // +100% against "twice" (1 s), -50% against "half" (4 s)
