@@ -43,7 +43,9 @@ podsim_build() {
   local preset="$1"
   shift
   local dir="$podsim_root/build/$preset"
-  if [ ! -f "$dir/build.ninja" ]; then
+  # A preset's cache variables apply when it configures: configure again when
+  # CMakePresets.json changed since (e.g. the asan preset gained the fuzz target).
+  if [ ! -f "$dir/build.ninja" ] || [ "$podsim_root/CMakePresets.json" -nt "$dir/CMakeCache.txt" ]; then
     cmake --preset "$preset" -S "$podsim_root" >&2 || return 1
   fi
   local targets=()
