@@ -60,28 +60,28 @@ TEST(Traps, HbmAndPeakFlopsBeyondAnyGpuWarnAtTheirPathsInsideOverriddenPresets) 
 
 TEST(Traps, NoPresetTripsThePlausibilityBounds) {
   const PresetLibrary& presets = builtin_presets();
-  size_t read = 0;
+  size_t presets_read = 0;
   for (const std::string& cluster : presets.names("clusters")) {
     json scenario = base_scenario();
     scenario["cluster"] = cluster;
     scenario["parallelism"] = {{"dp", 1}};
     scenario["training"]["global_batch"] = 8;
-    const Result<ScenarioSpec> spec = read_scenario_text(scenario.dump());
+    const Result<ScenarioSpec> spec = read(scenario);
     if (!spec.ok()) continue;  // a plan this small may not suit every cluster
-    ++read;
+    ++presets_read;
     EXPECT_TRUE(spec.value().input_warnings.empty()) << cluster << "\n"
                                                      << problems_text(spec.value().input_warnings);
   }
   for (const std::string& gpu : presets.names("gpus")) {
     json scenario = base_scenario();
     scenario["cluster"]["gpu"] = gpu;
-    const Result<ScenarioSpec> spec = read_scenario_text(scenario.dump());
+    const Result<ScenarioSpec> spec = read(scenario);
     if (!spec.ok()) continue;  // a TPU has no bf16 for this plan, ...
-    ++read;
+    ++presets_read;
     EXPECT_TRUE(spec.value().input_warnings.empty()) << gpu << "\n"
                                                      << problems_text(spec.value().input_warnings);
   }
-  EXPECT_GE(read, 20u);  // most presets were read
+  EXPECT_GE(presets_read, 20u);  // most presets were read
 }
 
 TEST(Traps, PresetNamesResolveByUniquePrefixAndCommonName) {
