@@ -1,5 +1,6 @@
 #include "scenarios/report/validation_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -50,6 +51,42 @@ std::string signed_text(double v) { return signed_percent(v); }
 std::string tflops_text(double v) { return fixed(v, 1); }
 std::string gib_text(double v) { return fixed(v, 1) + " GiB"; }
 
+/// How far apart the measurements of one scenario are, and where the
+/// prediction falls: the floor under any model's error on those cases.
+std::string format_repeated_scenarios(const ValidationSummary& summary) {
+  if (summary.repeated.empty()) return "";
+  constexpr size_t kListed = 10;
+  std::vector<double> spreads;
+  size_t inside = 0;
+  for (const RepeatedScenario& r : summary.repeated) {
+    spreads.push_back(r.measured_max_s / r.measured_min_s);
+    inside += r.predicted_s >= r.measured_min_s && r.predicted_s <= r.measured_max_s ? 1 : 0;
+  }
+  std::vector<double> sorted = spreads;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+  std::string out = "\nSame scenario measured by several cases: " + std::to_string(n) +
+                    " scenarios, measured max/min up to " + fixed(sorted.back(), 2) +
+                    "x (median " + fixed(median, 2) + "x); the prediction lies within the " +
+                    "measured range for " + std::to_string(inside) + " of " + std::to_string(n) +
+                    "\n";
+  std::vector<std::vector<std::string>> table;
+  table.push_back({"  SPREAD", "MEASURED", "PREDICTED", "BEST POSSIBLE", "CASES"});
+  for (size_t g = 0; g < n && g < kListed; ++g) {
+    const RepeatedScenario& r = summary.repeated[g];
+    std::string ids;
+    for (const size_t i : r.cases) ids += (ids.empty() ? "" : ", ") + summary.cases[i].id;
+    table.push_back({"  " + fixed(spreads[g], 2) + "x",
+                     format_seconds(r.measured_min_s) + " .. " + format_seconds(r.measured_max_s),
+                     format_seconds(r.predicted_s), "+-" + format_percent(r.best_possible_error()),
+                     ids});
+  }
+  out += format_columns(table, "RLRRL");
+  if (n > kListed) out += "  ... and " + std::to_string(n - kListed) + " more (--json lists all)\n";
+  return out;
+}
+
 }  // namespace
 
 json validation_to_json(const ValidationSummary& summary) {
@@ -94,6 +131,17 @@ json validation_to_json(const ValidationSummary& summary) {
   json worst = json::array();
   for (const size_t i : worst_cases(summary, 5)) worst.push_back(summary.cases[i].id);
   out["worst"] = std::move(worst);
+  json repeated = json::array();
+  for (const RepeatedScenario& r : summary.repeated) {
+    json ids = json::array();
+    for (const size_t i : r.cases) ids.push_back(summary.cases[i].id);
+    repeated.push_back({{"cases", std::move(ids)},
+                        {"measured_min_step_time_s", r.measured_min_s},
+                        {"measured_max_step_time_s", r.measured_max_s},
+                        {"predicted_step_time_s", r.predicted_s},
+                        {"best_possible_error", r.best_possible_error()}});
+  }
+  out["repeated_scenarios"] = std::move(repeated);
   return out;
 }
 
@@ -204,6 +252,7 @@ std::string format_validation_text(const ValidationSummary& summary) {
       start = end + 1;
     }
   }
+  out += format_repeated_scenarios(summary);
   return out;
 }
 

@@ -112,11 +112,20 @@ Result<std::vector<ValidationCase>> read_validation_text(std::string_view text,
           read_scenario_json(*scenario->second, case_options, base + "/scenario");
       if (spec.ok()) {
         if (c.problems.empty()) c.scenario = std::move(spec).value();
+        if (scenario->second->is_object()) {
+          json as_written = *scenario->second;
+          as_written.erase("name");
+          as_written.erase("notes");
+          c.scenario_key = as_written.dump();  // object keys sorted: canonical
+        }
       } else {
         c.problems.insert(c.problems.end(), spec.problems().begin(), spec.problems().end());
       }
     }
-    if (!c.problems.empty()) c.scenario.reset();
+    if (!c.problems.empty()) {
+      c.scenario.reset();
+      c.scenario_key.clear();
+    }
   }
   return cases;
 }
@@ -136,6 +145,23 @@ std::string case_family(std::string_view id) {
   return std::string(id.substr(0, id.find('_', first + 1)));
 }
 
+std::vector<std::vector<size_t>> identical_scenarios(const std::vector<ValidationCase>& cases) {
+  std::map<std::string, size_t> group_of_key;
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].scenario_key.empty()) continue;
+    const auto [it, inserted] = group_of_key.emplace(cases[i].scenario_key, groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::erase_if(groups, [](const std::vector<size_t>& g) { return g.size() < 2; });
+  return groups;
+}
+
+double RepeatedScenario::best_possible_error() const {
+  return (measured_max_s - measured_min_s) / (measured_max_s + measured_min_s);
+}
+
 std::optional<double> step_time_error(const CaseOutcome& c) {
   if (c.error.step_time_s) return c.error.step_time_s;
   const std::optional<double> rate = c.error.tflops_per_gpu ? c.error.tflops_per_gpu : c.error.mfu;
@@ -146,6 +172,31 @@ std::optional<double> step_time_error(const CaseOutcome& c) {
 namespace {
 
 /// Stats per group name, in name order.
+/// The groups of identical scenarios whose cases ran and measured the step
+/// time (two or more left), widest spread first.
+std::vector<RepeatedScenario> repeated_scenarios(const std::vector<ValidationCase>& cases,
+                                                 const std::vector<CaseOutcome>& outcomes) {
+  std::vector<RepeatedScenario> out;
+  for (const std::vector<size_t>& group : identical_scenarios(cases)) {
+    RepeatedScenario r;
+    for (const size_t i : group) {
+      const CaseOutcome& c = outcomes[i];
+      if (!c.report || !c.measured.step_time_s) continue;
+      const double measured = *c.measured.step_time_s;
+      r.measured_min_s = r.cases.empty() ? measured : std::min(r.measured_min_s, measured);
+      r.measured_max_s = r.cases.empty() ? measured : std::max(r.measured_max_s, measured);
+      r.predicted_s = *c.predicted.step_time_s;
+      r.cases.push_back(i);
+    }
+    if (r.cases.size() >= 2) out.push_back(std::move(r));
+  }
+  // Widest spread first; equal spreads keep file order.
+  std::stable_sort(out.begin(), out.end(), [](const RepeatedScenario& a, const RepeatedScenario& b) {
+    return a.measured_max_s * b.measured_min_s > b.measured_max_s * a.measured_min_s;
+  });
+  return out;
+}
+
 std::vector<GroupStats> group_stats(const std::vector<CaseOutcome>& cases,
                                     std::string CaseOutcome::*key) {
   std::map<std::string, GroupStats> groups;
@@ -243,6 +294,7 @@ ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
   for (const double e : step_errors) summary.step_time_within_10pct += std::fabs(e) <= 0.1 ? 1 : 0;
   summary.families = group_stats(summary.cases, &CaseOutcome::family);
   summary.software = group_stats(summary.cases, &CaseOutcome::software);
+  summary.repeated = repeated_scenarios(cases, summary.cases);
   summary.mape_step_time = mean_abs(step_errors);
   summary.mape_tflops_per_gpu = mean_abs(tflops_errors);
   summary.mape_mfu = mean_abs(mfu_errors);

@@ -33,6 +33,9 @@ struct ValidationCase {
   std::optional<ScenarioSpec> scenario;
   /// Problems of this case alone (paths like /cases/3/scenario/parallelism/tp).
   std::vector<Problem> problems;
+  /// The scenario as written, without its name and notes (canonical JSON):
+  /// cases with the same key describe the same run. "" without a scenario.
+  std::string scenario_key;
 };
 
 /// Reads a validation-case file. Problems of the file as a whole (not JSON,
@@ -66,6 +69,20 @@ struct GroupStats {
   size_t within_10pct = 0;
 };
 
+/// One scenario measured by several cases (the same inputs in several
+/// sources or software releases): no single prediction can be closer to all
+/// of them than their spread allows.
+struct RepeatedScenario {
+  std::vector<size_t> cases;  ///< indices into ValidationSummary::cases, file order
+  double measured_min_s = 0;
+  double measured_max_s = 0;
+  double predicted_s = 0;
+  /// The least worst-case |step-time error| any one prediction can have
+  /// against these measurements: (max - min) / (max + min), reached at
+  /// their harmonic mean.
+  double best_possible_error() const;
+};
+
 /// All cases and the summary statistics (fractions, not percent).
 struct ValidationSummary {
   std::vector<CaseOutcome> cases;
@@ -80,6 +97,9 @@ struct ValidationSummary {
   std::optional<double> mape_memory;
   std::optional<double> median_abs_error_step_time;
   size_t failed = 0;
+  /// Scenarios that two or more simulated cases measured the step time of,
+  /// widest spread (max / min) first.
+  std::vector<RepeatedScenario> repeated;
 };
 
 /// Simulates one checked scenario (scenarios::simulate in the binary, a fake
@@ -90,6 +110,10 @@ using SimulateFn = std::function<Result<Report>(const ScenarioSpec&)>;
 /// is the mean |error| over the cases that measured that key and ran.
 ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
                                  const SimulateFn& simulate);
+
+/// Groups of two or more cases with the same scenario_key, each in file
+/// order, the groups in the order of their first case.
+std::vector<std::vector<size_t>> identical_scenarios(const std::vector<ValidationCase>& cases);
 
 /// A case's family: its id's first two '_'-separated words when the first
 /// has no digit ("dgxc_gpt3", "megatron_sc21", "torchtitan_paper"), else the

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/scenarios/validate/validation_fakes.h"
 
@@ -44,6 +45,30 @@ TEST(ValidationSummary, TextTableAndSummary) {
                                "tp=6 does not divide heads=32", "3 cases, 2 simulated, 1 failed"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   }
+}
+
+TEST(ValidationSummary, RepeatedScenariosInJsonAndText) {
+  std::vector<ValidationCase> cases = three_cases();  // measured 1 s and 4 s, predicted 2 s
+  cases[0].scenario_key = "same run";
+  cases[1].scenario_key = "same run";
+  const ValidationSummary summary = run_validation(cases, fake_simulate);
+  const json j = validation_to_json(summary);
+  ASSERT_EQ(j["repeated_scenarios"].size(), 1u);
+  const json& r = j["repeated_scenarios"][0];
+  EXPECT_EQ(r["cases"], (json{"twice", "half"}));
+  EXPECT_EQ(r["measured_min_step_time_s"], 1.0);
+  EXPECT_EQ(r["measured_max_step_time_s"], 4.0);
+  EXPECT_EQ(r["predicted_step_time_s"], 2.0);
+  EXPECT_EQ(r["best_possible_error"], 0.6);
+  const std::string text = format_validation_text(summary);
+  for (const char* expected :
+       {"Same scenario measured by several cases: 1 scenarios", "up to 4.00x",
+        "the prediction lies within the measured range for 1 of 1", "1.00 s .. 4.00 s", "+-60.0%",
+        "twice, half"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+  EXPECT_TRUE(validation_to_json(run_validation(three_cases(), fake_simulate))["repeated_scenarios"]
+                  .empty());
 }
 
 }  // namespace

@@ -127,6 +127,67 @@ TEST(ValidationSummary, FamiliesAndSoftwarePresets) {
   EXPECT_DOUBLE_EQ(s.software[1].mean_signed, -0.5);
 }
 
+TEST(Validation, IdenticalScenariosGroupByTheirInputsNotTheirNames) {
+  json file;
+  for (int i = 0; i < 5; ++i) {
+    json scenario = base_scenario();
+    scenario["name"] = "run " + std::to_string(i);
+    if (i == 1) scenario["training"]["micro_batch"] = 2;
+    if (i == 3) scenario["notes"] = "the same run, described";
+    if (i == 4) scenario["parallelism"]["tp"] = 6;  // unreadable: in no group
+    file["cases"].push_back({{"id", "case" + std::to_string(i)},
+                             {"scenario", scenario},
+                             {"measured", {{"step_time_s", 1.0 + i}}}});
+  }
+  const Result<std::vector<ValidationCase>> cases = read_validation_text(file.dump());
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  EXPECT_TRUE(cases.value()[4].scenario_key.empty());
+  EXPECT_EQ(identical_scenarios(cases.value()), (std::vector<std::vector<size_t>>{{0, 2, 3}}));
+}
+
+TEST(Validation, PublishedFileMeasuresTheSameLlama3RunTwice) {
+  // NVIDIA printed the same Llama 3 8B fp8 run on 8 H100 in NeMo 24.07's table
+  // and in its DGX Cloud recipe: one scenario, two measurements.
+  const Result<std::vector<ValidationCase>> cases =
+      read_validation_file(testing::source_path("validation/published.json"));
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  std::vector<std::string> ids;
+  for (const std::vector<size_t>& group : identical_scenarios(cases.value())) {
+    if (cases.value()[group[0]].id != "nemo2407_LLAMA3-8B_8gpu_fp8") continue;
+    for (const size_t i : group) ids.push_back(cases.value()[i].id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"nemo2407_LLAMA3-8B_8gpu_fp8",
+                                           "dgxc_llama31_8b_8gpu_fp8"}));
+}
+
+TEST(ValidationSummary, RepeatedScenariosBoundTheBestPrediction) {
+  std::vector<ValidationCase> cases = three_cases();  // the fake predicts 2 s
+  cases[0].scenario_key = "k";                        // measured 1 s
+  cases[1].scenario_key = "k";                        // measured 4 s
+  cases[2].scenario_key = "k";                        // cannot be simulated: left out
+  cases.push_back(cases[0]);  // the same run measured only by its MFU: left out
+  cases.back().id = "mfu only";
+  cases.back().measured = {};
+  cases.back().measured.mfu = 0.5;
+  for (const double step_s : {1.5, 1.6}) {  // a narrower pair, listed second
+    cases.push_back(cases[0]);
+    cases.back().id = "narrow " + std::to_string(step_s);
+    cases.back().scenario_key = "narrow";
+    cases.back().measured.step_time_s = step_s;
+  }
+  const ValidationSummary s = run_validation(cases, fake_simulate);
+  ASSERT_EQ(s.repeated.size(), 2u);
+  const RepeatedScenario& wide = s.repeated[0];
+  EXPECT_EQ(wide.cases, (std::vector<size_t>{0, 1}));
+  EXPECT_DOUBLE_EQ(wide.measured_min_s, 1.0);
+  EXPECT_DOUBLE_EQ(wide.measured_max_s, 4.0);
+  EXPECT_DOUBLE_EQ(wide.predicted_s, 2.0);
+  // 1.6 s, their harmonic mean, is 60% above 1 s and 60% below 4 s; any other
+  // single prediction is further from one of them.
+  EXPECT_DOUBLE_EQ(wide.best_possible_error(), 0.6);
+  EXPECT_EQ(s.repeated[1].cases, (std::vector<size_t>{4, 5}));
+}
+
 TEST(Validation, DominantTerm) {
   Report r = sample_report();
   EXPECT_EQ(dominant_term(r).first, "compute");
