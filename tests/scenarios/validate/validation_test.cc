@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -39,6 +40,26 @@ TEST(Validation, PublishedFileLoadsEveryCase) {
   EXPECT_DOUBLE_EQ(*first.measured.step_time_s, 3.528);
   EXPECT_FALSE(first.measured.mfu.has_value());
   EXPECT_EQ(first.scenario->name.rfind("Megatron SC21", 0), 0u);
+}
+
+TEST(Validation, MegatronBridgeReleasesFileLoadsEveryCase) {
+  const Result<std::vector<ValidationCase>> cases =
+      read_validation_file(testing::source_path("validation/megatron-bridge-releases.json"));
+  ASSERT_TRUE(cases.ok()) << problems_text(cases.problems());
+  ASSERT_EQ(cases.value().size(), 129u);
+  for (const ValidationCase& c : cases.value()) {
+    EXPECT_TRUE(c.problems.empty()) << c.id << "\n" << problems_text(c.problems);
+    EXPECT_TRUE(c.scenario.has_value()) << c.id;
+    EXPECT_TRUE(c.measured.step_time_s.has_value()) << c.id;
+    EXPECT_EQ(c.id.rfind("mbridge", 0), 0u) << c.id;
+  }
+  // The same printed plan in several releases is one scenario measured
+  // several times: Qwen3-30B-A3B on 8 GB200 in all six releases.
+  size_t largest_group = 0;
+  for (const std::vector<size_t>& group : identical_scenarios(cases.value())) {
+    largest_group = std::max(largest_group, group.size());
+  }
+  EXPECT_EQ(largest_group, 6u);
 }
 
 TEST(Validation, ABadCaseKeepsItsProblemsAndTheOthersLoad) {
