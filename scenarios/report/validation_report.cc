@@ -101,6 +101,7 @@ json validation_to_json(const ValidationSummary& summary) {
       entry["predicted"] = values_json(c.predicted);
       entry["error"] = values_json(c.error);
       entry["dominant_term"] = dominant_term(*c.report).first;
+      entry["fits_in_memory"] = c.report->memory_fits;
     } else {
       entry["error_message"] = c.error_message;
     }
@@ -114,6 +115,7 @@ json validation_to_json(const ValidationSummary& summary) {
   out["mape_memory"] = optional_json(summary.mape_memory);
   out["median_abs_error_step_time"] = optional_json(summary.median_abs_error_step_time);
   out["cases_failed"] = summary.failed;
+  out["cases_not_fitting"] = summary.not_fitting;
   out["step_time_within_10pct"] = summary.step_time_within_10pct;
   const auto groups_json = [](const std::vector<GroupStats>& groups) {
     json list = json::array();
@@ -153,7 +155,7 @@ std::string format_validation_text(const ValidationSummary& summary) {
   std::string out;
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"CASE", "STEP pred", "STEP meas", "err", "MFU pred", "MFU meas", "err",
-                  "TFLOP/s pred", "meas", "err", "MEM pred", "meas", "err"});
+                  "TFLOP/s pred", "meas", "err", "MEM pred", "meas", "err", "fits"});
   for (const CaseOutcome& c : summary.cases) {
     if (!c.report) {
       rows.push_back({c.id, "FAILED"});
@@ -168,7 +170,7 @@ std::string format_validation_text(const ValidationSummary& summary) {
          or_dash(c.error.tflops_per_gpu, signed_text),
          c.measured.memory_peak_gib ? gib_text(*c.predicted.memory_peak_gib) : "-",
          or_dash(c.measured.memory_peak_gib, gib_text),
-         or_dash(c.error.memory_peak_gib, signed_text)});
+         or_dash(c.error.memory_peak_gib, signed_text), c.report->memory_fits ? "yes" : "NO"});
   }
   out += format_columns(rows, "L");
 
@@ -204,6 +206,10 @@ std::string format_validation_text(const ValidationSummary& summary) {
       mape_line("  MAPE memory", summary.mape_memory, count(&RunValues::memory_peak_gib)));
   stats.push_back({"  step time within 10%", std::to_string(summary.step_time_within_10pct),
                    "of " + std::to_string(count(&RunValues::step_time_s)) + " cases"});
+  stats.push_back({"  plans that do not fit in memory", std::to_string(summary.not_fitting),
+                   "of " + std::to_string(summary.cases.size() - summary.failed) +
+                       " simulated (fits NO: more than the GPU holds as written, so an input its "
+                       "source did not print, e.g. recompute or offload, or podsim over-counts)"});
   out += "\nSummary: " + std::to_string(summary.cases.size()) + " cases, " +
          std::to_string(summary.cases.size() - summary.failed) + " simulated, " +
          std::to_string(summary.failed) + " failed\n";

@@ -278,6 +278,7 @@ ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
       continue;
     }
     outcome.predicted = predicted_values(*outcome.report);
+    summary.not_fitting += outcome.report->memory_fits ? 0 : 1;
     outcome.error.step_time_s =
         relative_error(outcome.predicted.step_time_s, c.measured.step_time_s);
     outcome.error.tflops_per_gpu =

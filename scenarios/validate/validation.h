@@ -97,6 +97,10 @@ struct ValidationSummary {
   std::optional<double> mape_memory;
   std::optional<double> median_abs_error_step_time;
   size_t failed = 0;
+  /// Simulated cases whose plan does not fit in GPU memory as written: the
+  /// measured run kept less (recompute or offload its source did not
+  /// print), or the memory model counts more than it kept.
+  size_t not_fitting = 0;
   /// Scenarios that two or more simulated cases measured the step time of,
   /// widest spread (max / min) first.
   std::vector<RepeatedScenario> repeated;

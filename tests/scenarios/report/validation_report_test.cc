@@ -36,6 +36,29 @@ TEST(ValidationSummary, ContractJson) {
   EXPECT_TRUE(j["mape_tflops_per_gpu"].is_null());
   EXPECT_EQ(j["cases_failed"], 1);
   EXPECT_EQ(j["worst"], (json{"twice", "half"}));
+  EXPECT_EQ(first["fits_in_memory"], true);
+  EXPECT_EQ(j["cases_not_fitting"], 0);
+}
+
+TEST(ValidationSummary, PlansThatDoNotFitAreCountedAndMarked) {
+  const auto too_big = [](const ScenarioSpec& spec) {
+    Result<Report> r = fake_simulate(spec);
+    r.value().memory_fits = spec.name != "half";
+    return r;
+  };
+  const ValidationSummary summary = run_validation(three_cases(), too_big);
+  EXPECT_EQ(summary.not_fitting, 1u);
+  const json j = validation_to_json(summary);
+  EXPECT_EQ(j["cases_not_fitting"], 1);
+  EXPECT_EQ(j["cases"][0]["fits_in_memory"], true);
+  EXPECT_EQ(j["cases"][1]["fits_in_memory"], false);
+  const std::string text = format_validation_text(summary);
+  EXPECT_NE(text.find("plans that do not fit in memory"), std::string::npos) << text;
+  EXPECT_NE(text.find("1  of 2 simulated"), std::string::npos) << text;
+  const size_t half = text.find("\nhalf ");
+  ASSERT_NE(half, std::string::npos) << text;
+  const std::string row = text.substr(half + 1, text.find('\n', half + 1) - half - 1);
+  EXPECT_EQ(row.substr(row.size() - 2), "NO") << row;
 }
 
 TEST(ValidationSummary, TextTableAndSummary) {
