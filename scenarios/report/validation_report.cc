@@ -67,8 +67,8 @@ std::string format_repeated_scenarios(const ValidationSummary& summary) {
   const size_t n = sorted.size();
   const double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
   std::string out = "\nSame scenario measured by several cases: " + std::to_string(n) +
-                    " scenarios, measured max/min up to " + fixed(sorted.back(), 2) +
-                    "x (median " + fixed(median, 2) + "x); the prediction lies within the " +
+                    " scenarios, measured max/min up to " + fixed(sorted.back(), 2) + "x (median " +
+                    fixed(median, 2) + "x); the prediction lies within the " +
                     "measured range for " + std::to_string(inside) + " of " + std::to_string(n) +
                     "\n";
   std::vector<std::vector<std::string>> table;

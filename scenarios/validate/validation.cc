@@ -171,7 +171,6 @@ std::optional<double> step_time_error(const CaseOutcome& c) {
 
 namespace {
 
-/// Stats per group name, in name order.
 /// The groups of identical scenarios whose cases ran and measured the step
 /// time (two or more left), widest spread first.
 std::vector<RepeatedScenario> repeated_scenarios(const std::vector<ValidationCase>& cases,
@@ -191,12 +190,14 @@ std::vector<RepeatedScenario> repeated_scenarios(const std::vector<ValidationCas
     if (r.cases.size() >= 2) out.push_back(std::move(r));
   }
   // Widest spread first; equal spreads keep file order.
-  std::stable_sort(out.begin(), out.end(), [](const RepeatedScenario& a, const RepeatedScenario& b) {
-    return a.measured_max_s * b.measured_min_s > b.measured_max_s * a.measured_min_s;
-  });
+  std::stable_sort(
+      out.begin(), out.end(), [](const RepeatedScenario& a, const RepeatedScenario& b) {
+        return a.measured_max_s * b.measured_min_s > b.measured_max_s * a.measured_min_s;
+      });
   return out;
 }
 
+/// Stats per group name, in name order.
 std::vector<GroupStats> group_stats(const std::vector<CaseOutcome>& cases,
                                     std::string CaseOutcome::*key) {
   std::map<std::string, GroupStats> groups;

@@ -180,8 +180,8 @@ TEST(Validation, PublishedFileMeasuresTheSameLlama3RunTwice) {
     if (cases[group[0]].id != "nemo2407_LLAMA3-8B_8gpu_fp8") continue;
     for (const size_t i : group) ids.push_back(cases[i].id);
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{"nemo2407_LLAMA3-8B_8gpu_fp8",
-                                           "dgxc_llama31_8b_8gpu_fp8"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"nemo2407_LLAMA3-8B_8gpu_fp8", "dgxc_llama31_8b_8gpu_fp8"}));
 }
 
 TEST(ValidationSummary, RepeatedScenariosBoundTheBestPrediction) {
