@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "sim/to_double.h"
+
 namespace podsim::calibration {
 namespace {
 
@@ -51,8 +53,6 @@ constexpr std::array<StepName, 36> kStepNames{{
     {ExecStep::kGradNorm, "grad_norm"},
     {ExecStep::kAdamStep, "adam_step"},
 }};
-
-double d(int64_t v) { return static_cast<double>(v); }
 
 // Largest hidden size the norm kernels hold in registers: 256 threads x 8
 // vectors of 8 bf16 (execute_kernels.cu, kNormMaxVec).

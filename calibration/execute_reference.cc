@@ -7,12 +7,13 @@
 #include <random>
 #include <stdexcept>
 
+#include "sim/to_double.h"
+
 namespace podsim::calibration {
 namespace {
 
 using Vec = std::vector<double>;
 
-double d(int64_t v) { return static_cast<double>(v); }
 size_t z(int64_t v) { return static_cast<size_t>(v); }
 
 /// C[m x n] = op(A) op(B), row-major; A is [m x k] (or [k x m] when

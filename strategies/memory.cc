@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
+#include "sim/to_double.h"
 #include "strategies/model_counts.h"
 #include "strategies/workload.h"
 
 namespace podsim::strategies {
 namespace {
-
-double d(int64_t v) { return static_cast<double>(v); }
 
 double sum(const std::vector<double>& tensors) {
   double total = 0;

@@ -1,14 +1,9 @@
 #include "strategies/model_counts.h"
 
+#include "sim/to_double.h"
 #include "strategies/workload.h"
 
 namespace podsim::strategies {
-namespace {
-
-double d(int64_t v) { return static_cast<double>(v); }
-
-}  // namespace
-
 namespace {
 
 /// Parameters of one layer's attention in the whole model (`heads` query

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/to_double.h"
 #include "strategies/job.h"
 #include "strategies/workload.h"
 
@@ -34,8 +35,6 @@ inline constexpr double kAdamFlops = 15, kSgdFlops = 4;
 // Flash attention's backward recomputes the scores: 5 matrix products of the
 // score shape against the forward's 2.
 inline constexpr double kFlashBackwardFactor = 2.5;
-
-inline double d(int64_t v) { return static_cast<double>(v); }
 
 /// Builds op lists; knows the rank shape and the role of what it adds.
 class Builder {

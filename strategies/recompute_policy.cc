@@ -11,7 +11,6 @@
 
 namespace podsim::strategies {
 
-using ops::d;
 using ops::filter_ops;
 
 namespace {

@@ -17,7 +17,6 @@ using ops::Builder;
 using ops::CodeRegion;
 using ops::column_input_saved;
 using ops::column_linear_backward;
-using ops::d;
 using ops::dense_mlp_backward;
 using ops::dense_mlp_forward;
 using ops::fp8_forward_casts;

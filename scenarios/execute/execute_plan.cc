@@ -6,6 +6,7 @@
 
 #include "scenarios/step/software.h"
 #include "scenarios/step/step_simulation.h"
+#include "sim/to_double.h"
 #include "strategies/model_counts.h"
 #include "strategies/workload.h"
 
@@ -20,8 +21,6 @@ using calibration::OpClass;
 using strategies::Job;
 using strategies::Op;
 using strategies::OpKind;
-
-double d(int64_t v) { return static_cast<double>(v); }
 
 std::string json_path(const std::string& field) {
   if (field == "head_dim") return "/model/head_dim";
