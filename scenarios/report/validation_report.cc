@@ -1,12 +1,12 @@
 #include "scenarios/report/validation_report.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "calibration/fit.h"
 #include "scenarios/input/quantity.h"
 #include "scenarios/report/text_table.h"
 
@@ -62,15 +62,12 @@ std::string format_repeated_scenarios(const ValidationSummary& summary) {
     spreads.push_back(r.measured_max_s / r.measured_min_s);
     inside += r.predicted_s >= r.measured_min_s && r.predicted_s <= r.measured_max_s ? 1 : 0;
   }
-  std::vector<double> sorted = spreads;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+  const size_t n = spreads.size();  // widest first: spreads.front() is the largest
   std::string out = "\nSame scenario measured by several cases: " + std::to_string(n) +
-                    " scenarios, measured max/min up to " + fixed(sorted.back(), 2) + "x (median " +
-                    fixed(median, 2) + "x); the prediction lies within the " +
-                    "measured range for " + std::to_string(inside) + " of " + std::to_string(n) +
-                    "\n";
+                    " scenarios, measured max/min up to " + fixed(spreads.front(), 2) +
+                    "x (median " + fixed(calibration::median(spreads), 2) +
+                    "x); the prediction lies within the measured range for " +
+                    std::to_string(inside) + " of " + std::to_string(n) + "\n";
   std::vector<std::vector<std::string>> table;
   table.push_back({"  SPREAD", "MEASURED", "PREDICTED", "BEST POSSIBLE", "CASES"});
   for (size_t g = 0; g < n && g < kListed; ++g) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "calibration/fit.h"
 #include "scenarios/input/checker.h"
 #include "scenarios/input/json_text.h"
 #include "scenarios/input/schema.h"
@@ -304,10 +305,7 @@ ValidationSummary run_validation(const std::vector<ValidationCase>& cases,
   if (!step_errors.empty()) {
     std::vector<double> magnitudes;
     for (const double e : step_errors) magnitudes.push_back(std::fabs(e));
-    std::sort(magnitudes.begin(), magnitudes.end());
-    const size_t n = magnitudes.size();
-    summary.median_abs_error_step_time =
-        n % 2 == 1 ? magnitudes[n / 2] : (magnitudes[n / 2 - 1] + magnitudes[n / 2]) / 2.0;
+    summary.median_abs_error_step_time = calibration::median(magnitudes);
   }
   return summary;
 }
