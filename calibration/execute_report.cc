@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "calibration/fit.h"
+
 namespace podsim::calibration {
 namespace {
 
@@ -74,11 +76,9 @@ std::optional<double> relative_error(double predicted, double measured) {
   return predicted / measured - 1.0;
 }
 
-std::optional<double> median(std::vector<double> values) {
+std::optional<double> median_if_measured(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  return median(values);
 }
 
 bool ExecuteReport::all_checks_passed() const {
@@ -141,7 +141,7 @@ ExecuteReport compare(const ExecPlan& plan, const ExecMeasurement* m) {
       row.executor_bytes = executor_bytes(op.step, plan.layer, plan.optimizer_params);
     }
     if (om != nullptr) {
-      row.measured_s = median(om->times_s);
+      row.measured_s = median_if_measured(om->times_s);
       row.status =
           row.measured_s ? "" : (om->not_measured.empty() ? "no samples" : om->not_measured);
     } else {
@@ -184,13 +184,13 @@ ExecuteReport compare(const ExecPlan& plan, const ExecMeasurement* m) {
   r.predicted_layer_s = r.predicted_pass_s / static_cast<double>(std::max<int64_t>(1, plan.layers));
   if (m != nullptr) {
     if (all_compute_measured) r.measured_ops_s = measured_compute;
-    r.measured_pass_s = median(m->pass_s);
+    r.measured_pass_s = median_if_measured(m->pass_s);
     if (r.measured_pass_s) {
       r.pass_error = relative_error(r.predicted_pass_s, *r.measured_pass_s);
       r.measured_layer_s =
           *r.measured_pass_s / static_cast<double>(std::max<int64_t>(1, plan.layers));
     }
-    r.measured_optimizer_s = median(m->optimizer_pass_s);
+    r.measured_optimizer_s = median_if_measured(m->optimizer_pass_s);
     if (overall_measured > 0) r.overall_error = relative_error(overall_predicted, overall_measured);
   }
   return r;

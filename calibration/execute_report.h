@@ -121,8 +121,9 @@ struct ExecuteReport {
 /// measured is not positive).
 std::optional<double> relative_error(double predicted, double measured);
 
-/// Median (mean of the middle two for an even count); nullopt when empty.
-std::optional<double> median(std::vector<double> values);
+/// calibration::median (fit.h) of a measurement's samples, or nullopt when it
+/// has none: a missing measurement is not a zero-second one.
+std::optional<double> median_if_measured(const std::vector<double>& values);
 
 /// Compares the plan's predictions with a measurement, or lays out the
 /// predictions alone when `measurement` is null (a dry run). Throws

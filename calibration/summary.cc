@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "sim/format_fixed.h"
+
 namespace podsim::calibration {
 namespace {
 
@@ -43,12 +45,6 @@ class RowBuilder {
   std::vector<SummaryRow> rows_;
 };
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 }  // namespace
 
 std::vector<SummaryRow> summary_rows(const Profile& profile,
@@ -59,10 +55,10 @@ std::vector<SummaryRow> summary_rows(const Profile& profile,
   constexpr double kG = 1e-9;   // B/s -> GB/s
   constexpr double kUs = 1e6;   // s -> us
   if (prov.sm_clock_hz_measured > 0) {
-    b.derived(
-        "clock.sm_hz_measured",
-        "SM clock under load (reported max " + fixed(prov.sm_clock_hz_reported * 1e-9, 2) + " GHz)",
-        "GHz", 1e-9, 0.0);
+    b.derived("clock.sm_hz_measured",
+              "SM clock under load (reported max " +
+                  format_fixed(prov.sm_clock_hz_reported * 1e-9, 2) + " GHz)",
+              "GHz", 1e-9, 0.0);
   }
   b.derived("fp32.fma.flops_per_s", "FP32 FMA peak", "TFLOP/s", kT,
             b.sheet(&Datasheet::fp32_flops_per_s));
@@ -127,18 +123,18 @@ std::string format_summary(const Profile& profile, const std::optional<Datasheet
                 "measured", "datasheet", "ratio", "unit");
   out << line;
   for (const SummaryRow& r : rows) {
-    const std::string sheet = r.datasheet > 0 ? fixed(r.datasheet, 2) : "-";
+    const std::string sheet = r.datasheet > 0 ? format_fixed(r.datasheet, 2) : "-";
     const std::string ratio =
-        r.datasheet > 0 ? fixed(100.0 * r.measured / r.datasheet, 1) + "%" : "-";
+        r.datasheet > 0 ? format_fixed(100.0 * r.measured / r.datasheet, 1) + "%" : "-";
     std::snprintf(line, sizeof line, "%-*s %12s %12s %8s  %s\n", static_cast<int>(width),
-                  r.quantity.c_str(), fixed(r.measured, 2).c_str(), sheet.c_str(), ratio.c_str(),
-                  r.unit.c_str());
+                  r.quantity.c_str(), format_fixed(r.measured, 2).c_str(), sheet.c_str(),
+                  ratio.c_str(), r.unit.c_str());
     out << line;
   }
   if (!profile.fits.empty()) {
     out << "fits (rms relative error):";
     for (const auto& [name, fit] : profile.fits)
-      out << " " << name << " " << fixed(100.0 * fit.rms_rel_error, 1) << "%";
+      out << " " << name << " " << format_fixed(100.0 * fit.rms_rel_error, 1) << "%";
     out << "\n";
   }
   for (const std::string& e : profile.raw.skipped) out << "skipped: " << e << "\n";

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "sim/ceil_div.h"
+
 namespace podsim::hwmodels {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Granularity of a tensor-core MMA instruction in M and N (wgmma m64nNk16).
 constexpr int64_t kMmaM = 64;
@@ -258,9 +258,9 @@ FlashWork flash_work(const AttentionShape& s, Pass pass, double element_bytes, i
                                    : 4 * q_bytes + 4 * kv_bytes + lse_bytes;  // +O,dO,dQ / dK,dV
   const int64_t rows = pass == Pass::kForward ? s.q_len : s.kv_len;
   const int64_t tile = std::max(1, tile_rows);
-  const int64_t ctas = s.batch * s.heads * ((rows + tile - 1) / tile);
+  const int64_t ctas = s.batch * s.heads * ceil_div(rows, tile);
   const int64_t units = std::max(1, sms);
-  const int64_t waves = (ctas + units - 1) / units;
+  const int64_t waves = ceil_div(ctas, units);
   w.wave = static_cast<double>(ctas) / static_cast<double>(waves * units);
   w.mean_keys = pairs / q;
   return w;

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "scenarios/input/suggest.h"
+#include "sim/format_fixed.h"
 
 namespace podsim::scenarios {
 
@@ -138,12 +139,6 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
-
 }  // namespace
 
 const std::vector<UnitSpelling>& unit_spellings() {
@@ -192,42 +187,43 @@ Result<Quantity> parse_quantity(std::string_view text) {
 
 std::string format_seconds(double seconds) {
   const double magnitude = std::fabs(seconds);
-  if (magnitude >= 1.0 || magnitude == 0.0) return fixed(seconds, 2) + " s";
-  if (magnitude >= 1e-3) return fixed(seconds * 1e3, 2) + " ms";
-  return fixed(seconds * 1e6, 2) + " us";
+  if (magnitude >= 1.0 || magnitude == 0.0) return format_fixed(seconds, 2) + " s";
+  if (magnitude >= 1e-3) return format_fixed(seconds * 1e3, 2) + " ms";
+  return format_fixed(seconds * 1e6, 2) + " us";
 }
 
 std::string format_bytes(double bytes) {
   const double kib = 1024.0;
   const double magnitude = std::fabs(bytes);
-  if (magnitude >= kib * kib * kib * kib) return fixed(bytes / (kib * kib * kib * kib), 2) + " TiB";
-  if (magnitude >= kib * kib * kib) return fixed(bytes / (kib * kib * kib), 1) + " GiB";
-  if (magnitude >= kib * kib) return fixed(bytes / (kib * kib), 1) + " MiB";
-  if (magnitude >= kib) return fixed(bytes / kib, 1) + " KiB";
-  return fixed(bytes, 0) + " B";
+  if (magnitude >= kib * kib * kib * kib)
+    return format_fixed(bytes / (kib * kib * kib * kib), 2) + " TiB";
+  if (magnitude >= kib * kib * kib) return format_fixed(bytes / (kib * kib * kib), 1) + " GiB";
+  if (magnitude >= kib * kib) return format_fixed(bytes / (kib * kib), 1) + " MiB";
+  if (magnitude >= kib) return format_fixed(bytes / kib, 1) + " KiB";
+  return format_fixed(bytes, 0) + " B";
 }
 
 std::string format_flops_rate(double flops_per_s) {
   const double magnitude = std::fabs(flops_per_s);
-  if (magnitude >= 1e15) return fixed(flops_per_s / 1e15, 2) + " PFLOP/s";
-  if (magnitude >= 100e12) return fixed(flops_per_s / 1e12, 0) + " TFLOP/s";
-  if (magnitude >= 1e12) return fixed(flops_per_s / 1e12, 1) + " TFLOP/s";
-  return fixed(flops_per_s / 1e9, 1) + " GFLOP/s";
+  if (magnitude >= 1e15) return format_fixed(flops_per_s / 1e15, 2) + " PFLOP/s";
+  if (magnitude >= 100e12) return format_fixed(flops_per_s / 1e12, 0) + " TFLOP/s";
+  if (magnitude >= 1e12) return format_fixed(flops_per_s / 1e12, 1) + " TFLOP/s";
+  return format_fixed(flops_per_s / 1e9, 1) + " GFLOP/s";
 }
 
 std::string format_bandwidth(double bytes_per_s) {
   const double magnitude = std::fabs(bytes_per_s);
-  if (magnitude >= 1e12) return fixed(bytes_per_s / 1e12, 2) + " TB/s";
-  if (magnitude >= 100e9) return fixed(bytes_per_s / 1e9, 0) + " GB/s";
-  if (magnitude >= 1e9) return fixed(bytes_per_s / 1e9, 1) + " GB/s";
-  return fixed(bytes_per_s / 1e6, 1) + " MB/s";
+  if (magnitude >= 1e12) return format_fixed(bytes_per_s / 1e12, 2) + " TB/s";
+  if (magnitude >= 100e9) return format_fixed(bytes_per_s / 1e9, 0) + " GB/s";
+  if (magnitude >= 1e9) return format_fixed(bytes_per_s / 1e9, 1) + " GB/s";
+  return format_fixed(bytes_per_s / 1e6, 1) + " MB/s";
 }
 
-std::string format_percent(double fraction) { return fixed(fraction * 100.0, 1) + "%"; }
+std::string format_percent(double fraction) { return format_fixed(fraction * 100.0, 1) + "%"; }
 
 std::string format_number(double value) {
   if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
-    return fixed(value, 0);
+    return format_fixed(value, 0);
   }
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.6g", value);

@@ -8,6 +8,7 @@
 
 #include "scenarios/input/quantity.h"
 #include "scenarios/report/text_table.h"
+#include "sim/format_fixed.h"
 
 namespace podsim::scenarios {
 
@@ -74,12 +75,6 @@ class ReportReader {
  private:
   std::vector<Problem>& problems_;
 };
-
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
 
 }  // namespace
 
@@ -293,8 +288,8 @@ std::string format_report_text(const Report& r) {
                               std::to_string(r.engine_events) + " events)"});
   head.push_back({"Hardware model", r.hardware_source});
   head.push_back({"Step time", format_seconds(r.step_time_s)});
-  head.push_back({"Throughput", fixed(r.tokens_per_s, 0) + " tokens/s (" +
-                                    fixed(r.tokens_per_s_per_gpu, 1) + " per GPU)"});
+  head.push_back({"Throughput", format_fixed(r.tokens_per_s, 0) + " tokens/s (" +
+                                    format_fixed(r.tokens_per_s_per_gpu, 1) + " per GPU)"});
   head.push_back({"Model FLOP/s per GPU", format_flops_rate(r.model_tflops_per_gpu * 1e12) +
                                               "  MFU " + format_percent(r.mfu)});
   head.push_back({"Hardware FLOP/s per GPU", format_flops_rate(r.hardware_tflops_per_gpu * 1e12) +

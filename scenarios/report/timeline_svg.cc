@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scenarios/report/svg.h"
+#include "scenarios/report/sweep_labels.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -20,7 +21,7 @@ using strategies::TaskKind;
 
 constexpr double kLeft = 120, kRight = 24, kRowHeight = 26, kComputeHeight = 14, kCommHeight = 7,
                  kMemoryHeight = 220;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using sweep_labels::kGiB;
 
 struct Style {
   const char* fill;
@@ -102,7 +103,7 @@ std::string stage_label(int64_t stage, double peak_bytes) {
 /// pixel apart), drawn as one: a long pipeline's sub-pixel tasks would
 /// otherwise be stripes of bar and stroke. The group takes the fill of the
 /// kind that holds most of its time; its title counts the tasks by kind.
-struct Bar {
+struct TaskBar {
   double start = 0, end = 0;
   TaskId id = 0;
 };
@@ -202,23 +203,23 @@ std::string timeline_svg(const StepDetail& detail, const TimelineOptions& option
                "class=\"idle\"");
     }
     for (const bool compute : {true, false}) {
-      std::vector<Bar> lane;
+      std::vector<TaskBar> lane;
       for (TaskId id = s.rank_begin[ri]; id < s.rank_begin[ri + 1]; ++id) {
         if ((s.tasks[id].stream == Stream::kCompute) != compute) continue;
         lane.push_back({tl.tasks[id].start.seconds(), tl.tasks[id].end.seconds(), id});
       }
       std::stable_sort(lane.begin(), lane.end(),
-                       [](const Bar& a, const Bar& b) { return a.start < b.start; });
+                       [](const TaskBar& a, const TaskBar& b) { return a.start < b.start; });
       const double lane_y = compute ? y : y + kComputeHeight + 1;
       const double h = compute ? kComputeHeight : kCommHeight;
       // The white edge that parts neighbouring bars would pale bars of a
       // few pixels into stripes: only wider bars get it.
-      auto stroke = [&](const Bar& b) {
+      auto stroke = [&](const TaskBar& b) {
         return compute && (b.end - b.start) * scale >= 3
                    ? std::string(" stroke=\"#ffffff\" stroke-width=\"0.3\"")
                    : std::string();
       };
-      auto narrow = [&](const Bar& b) { return (b.end - b.start) * scale < 1; };
+      auto narrow = [&](const TaskBar& b) { return (b.end - b.start) * scale < 1; };
       for (size_t i = 0; i < lane.size();) {
         size_t j = i + 1;
         double group_end = lane[i].end;

@@ -9,6 +9,7 @@
 #include "calibration/fit.h"
 #include "scenarios/input/quantity.h"
 #include "scenarios/report/text_table.h"
+#include "sim/format_fixed.h"
 
 namespace podsim::scenarios {
 
@@ -35,12 +36,6 @@ std::string signed_percent(double fraction) {
   return buffer;
 }
 
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
-
 std::string or_dash(const std::optional<double>& value, std::string (*format)(double)) {
   return value ? format(*value) : std::string("-");
 }
@@ -48,8 +43,8 @@ std::string or_dash(const std::optional<double>& value, std::string (*format)(do
 std::string seconds_text(double v) { return format_seconds(v); }
 std::string percent_text(double v) { return format_percent(v); }
 std::string signed_text(double v) { return signed_percent(v); }
-std::string tflops_text(double v) { return fixed(v, 1); }
-std::string gib_text(double v) { return fixed(v, 1) + " GiB"; }
+std::string tflops_text(double v) { return format_fixed(v, 1); }
+std::string gib_text(double v) { return format_fixed(v, 1) + " GiB"; }
 
 /// How far apart the measurements of one scenario are, and where the
 /// prediction falls: the floor under any model's error on those cases.
@@ -64,8 +59,8 @@ std::string format_repeated_scenarios(const ValidationSummary& summary) {
   }
   const size_t n = spreads.size();  // widest first: spreads.front() is the largest
   std::string out = "\nSame scenario measured by several cases: " + std::to_string(n) +
-                    " scenarios, measured max/min up to " + fixed(spreads.front(), 2) +
-                    "x (median " + fixed(calibration::median(spreads), 2) +
+                    " scenarios, measured max/min up to " + format_fixed(spreads.front(), 2) +
+                    "x (median " + format_fixed(calibration::median(spreads), 2) +
                     "x); the prediction lies within the measured range for " +
                     std::to_string(inside) + " of " + std::to_string(n) + "\n";
   std::vector<std::vector<std::string>> table;
@@ -74,7 +69,7 @@ std::string format_repeated_scenarios(const ValidationSummary& summary) {
     const RepeatedScenario& r = summary.repeated[g];
     std::string ids;
     for (const size_t i : r.cases) ids += (ids.empty() ? "" : ", ") + summary.cases[i].id;
-    table.push_back({"  " + fixed(spreads[g], 2) + "x",
+    table.push_back({"  " + format_fixed(spreads[g], 2) + "x",
                      format_seconds(r.measured_min_s) + " .. " + format_seconds(r.measured_max_s),
                      format_seconds(r.predicted_s), "+-" + format_percent(r.best_possible_error()),
                      ids});

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scenarios/step/software.h"
+#include "sim/ceil_div.h"
 #include "strategies/job.h"
 #include "strategies/schedule.h"
 
@@ -26,8 +27,6 @@ std::vector<int64_t> divisors(int64_t n) {
 }
 
 bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

@@ -11,11 +11,10 @@
 #include "scenarios/input/reader.h"
 #include "scenarios/input/suggest.h"
 #include "scenarios/sweep/hardware_facts.h"
+#include "sim/ceil_div.h"
 
 namespace podsim::scenarios {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;

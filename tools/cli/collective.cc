@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hwmodels/collectives.h"
+#include "sim/format_fixed.h"
 #include "tools/cli/commands.h"
 
 namespace podsim::cli {
@@ -19,12 +20,6 @@ namespace po = boost::program_options;
 using hwmodels::Algorithm;
 using hwmodels::CollectiveOp;
 using hwmodels::CollectiveResult;
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 /// 4 significant digits: "1.126e+30", not 31 digits.
 std::string significant(double v) {
@@ -67,9 +62,9 @@ void print_table(std::ostream& out, const std::string& cluster, CollectiveOp op,
   for (const CollectiveResult& r : rows) {
     std::snprintf(line, sizeof line, " %14.0f %12.0f %8s %6s %6d %12s %8s %8s  %s/%s\n",
                   r.plan.bytes, std::floor(r.plan.bytes / 4), "float", reduces ? "sum" : "none",
-                  rooted ? 0 : -1, fixed(r.time_s * 1e6, 2).c_str(),
-                  fixed(r.algbw_bytes_per_s / 1e9, 2).c_str(),
-                  fixed(r.busbw_bytes_per_s / 1e9, 2).c_str(),
+                  rooted ? 0 : -1, format_fixed(r.time_s * 1e6, 2).c_str(),
+                  format_fixed(r.algbw_bytes_per_s / 1e9, 2).c_str(),
+                  format_fixed(r.busbw_bytes_per_s / 1e9, 2).c_str(),
                   std::string(hwmodels::to_string(r.plan.algorithm)).c_str(),
                   std::string(hwmodels::to_string(r.plan.protocol)).c_str());
     out << line;
@@ -207,9 +202,9 @@ int run_collective_command(int argc, char** argv, const CollectiveCliHooks& hook
   out << hwmodels::to_string(*op) << " of " << significant(r.plan.bytes) << " B over " << gpus
       << " GPUs of " << cluster->name << " (" << hwmodels::to_string(r.plan.algorithm) << "/"
       << hwmodels::to_string(r.plan.protocol) << ")\n"
-      << "  time   " << fixed(r.time_s * 1e6, 2) << " us\n"
-      << "  algbw  " << fixed(r.algbw_bytes_per_s / 1e9, 2) << " GB/s\n"
-      << "  busbw  " << fixed(r.busbw_bytes_per_s / 1e9, 2) << " GB/s\n";
+      << "  time   " << format_fixed(r.time_s * 1e6, 2) << " us\n"
+      << "  algbw  " << format_fixed(r.algbw_bytes_per_s / 1e9, 2) << " GB/s\n"
+      << "  busbw  " << format_fixed(r.busbw_bytes_per_s / 1e9, 2) << " GB/s\n";
   return 0;
 }
 
