@@ -8,6 +8,8 @@
 
 #include "scenarios/input/reader.h"
 #include "scenarios/step/simulate.h"
+#include "scenarios/step/software.h"
+#include "strategies/job.h"
 
 namespace {
 
@@ -17,12 +19,10 @@ namespace {
 /// and micro-batches per pipeline times layers, the layer passes each simulated
 /// pipeline runs (the DeepSeek-V3 recipe example, 256 x 61 = 15,616, took 12 s
 /// warm and 22 s cold in this build, 2026-12-07, against tools/fuzz's 20 s
-/// timeout per input; its GPT-3 example, 96 x 96, 6 s). While the seeds held
-/// such jobs, CI's 30 s run spent all of it loading the seeds (912 inputs, no
-/// mutation); now about 7,000 inputs. tests/fuzz/corpus/ keeps the two
-/// DeepSeek-V3 examples cut to 16 and 32 micro-batches, under both bounds, so
-/// their MoE, MLA and DualPipe paths stay among the seeds (coverage after the
-/// seeds 12,786 edges, against 12,920 with the full examples simulated).
+/// timeout per input; its GPT-3 example, 96 x 96, 6 s): simulated, such seeds
+/// took all of CI's 30 s run. tests/fuzz/corpus/ keeps the two DeepSeek-V3
+/// examples cut to 16 and 32 micro-batches, under both bounds, so their MoE,
+/// MLA and DualPipe paths stay among the seeds.
 constexpr int64_t kMaxSimulatedGpus = 4096;
 constexpr int64_t kMaxSimulatedLayerPasses = 4096;
 
@@ -40,8 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   ScenarioSpec& s = spec.value();
-  // The reader has checked dp, micro_batch >= 1.
-  const int64_t micro_batches = s.training.global_batch / (s.plan.dp * s.training.micro_batch);
+  const int64_t micro_batches = podsim::strategies::micro_batches(job_of(s));
   if (s.gpus > kMaxSimulatedGpus || micro_batches * s.model.layers > kMaxSimulatedLayerPasses) {
     return 0;
   }
