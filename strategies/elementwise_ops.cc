@@ -44,6 +44,19 @@ constexpr int32_t kEagerRopeKernels = 3;
 constexpr double kEagerSwigluBytes = 10, kEagerSwigluBwdBytes = 18;
 constexpr int32_t kEagerSwigluBwdKernels = 3;
 
+// A clamped GLU's clamp as PyTorch ops of its own, counted from Megatron-Core's
+// weighted_bias_quick_geglu_impl (fused_bias_geglu.py l.410-431 @d98e8a6), per
+// element of the activation's output (each half of its input has as many):
+// forward x_glu.clamp(max) r e w e, x_linear.clamp(min, max) r e w e, cat
+// r 2e w 2e = 3 kernels, 8e bytes. Backward from autograd's formulas
+// (clamp_backward: where(mask, grad, 0) with 1-byte masks; split's backward
+// a cat; cat's backward views): le + where 3e + 2, ge + le + logical_and_ +
+// where 4e + 6, cat 4e = 7 kernels, 11e + 8 bytes. The clamp keeps its
+// input, the activation the clamped copy: 2e bytes saved per element more.
+constexpr double kEagerClampBytesPerElementByte = 8;
+constexpr double kEagerClampBwdBytesPerElementByte = 11, kEagerClampBwdMaskBytes = 8;
+constexpr int32_t kEagerClampKernels = 3, kEagerClampBwdKernels = 7;
+
 bool compiled(const Job& job) { return job.software.elementwise.compiled; }
 /// Whether the compiler covers code in `region`: a per-block compiler
 /// (compiled_block_calls) leaves what is around the blocks eager.
@@ -182,10 +195,38 @@ void rope_backward(const Job& job, const RankShape& r, Builder& b) {
   }
 }
 
+namespace {
+
+bool eager_clamp(const Job& job) {
+  if (!job.model.clamped_glu) return false;
+  const ElementwisePolicy& e = job.software.elementwise;
+  return e.activation_clamp == ClampImpl::kEager || eager(e.activation, job);
+}
+
+}  // namespace
+
+Op* clamp_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                  double elements) {
+  if (!eager_clamp(job)) return nullptr;
+  Op& op = b.memory(name, kEagerClampBytesPerElementByte * r.e * elements, 2 * elements,
+                    kEagerClampKernels);
+  op.saved_bytes = 2 * elements * r.e;
+  return &op;
+}
+
+Op* clamp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                   double elements) {
+  if (!eager_clamp(job)) return nullptr;
+  return &b.memory(name,
+                   (kEagerClampBwdBytesPerElementByte * r.e + kEagerClampBwdMaskBytes) * elements,
+                   3 * elements, kEagerClampBwdKernels);
+}
+
 void activation_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         double rows, int64_t ffn) {
   const double out = rows * d(ffn);
   if (job.model.mlp == MlpKind::kSwiglu) {
+    clamp_forward(job, r, b, name + "_clamp", out);
     const bool eager_ops = eager(job.software.elementwise.activation, job);
     Op& op = eager_ops ? b.memory(name + "_swiglu", kEagerSwigluBytes * out, kSwigluFlops * out, 2)
                        : b.memory(name + "_swiglu", 3 * out * r.e, kSwigluFlops * out);
@@ -207,6 +248,7 @@ void activation_backward(const Job& job, const RankShape& r, Builder& b, const s
     } else {
       b.memory(name + "_swiglu_bwd", 5 * out * r.e, flops);
     }
+    clamp_backward(job, r, b, name + "_clamp_bwd", out);
   } else {
     b.memory(name + "_gelu_bwd", 3 * out * r.e, kBackwardFlopsFactor * kGeluFlops * out);
   }

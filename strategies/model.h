@@ -93,6 +93,9 @@ struct ModelShape {
   MlpKind mlp = MlpKind::kSwiglu;
   NormKind norm = NormKind::kRmsNorm;
   bool tied_embeddings = false;
+  /// The SwiGLU clamps its gate half from above and its linear half on both
+  /// sides before the activation (gpt-oss, swiglu_limit 7).
+  bool clamped_glu = false;
   std::optional<MoeShape> moe;
   AttentionSpec attention;
   /// Multi-token-prediction modules after the last layer (DeepSeek-V3: 1):

@@ -200,6 +200,9 @@ void moe_forward(const Job& job, const RankShape& r, Builder& b) {
   // The activation scales by the routing probabilities (MCore >= 0.13).
   const double act_out = d(s.ffn);
   if (job.model.mlp == MlpKind::kSwiglu) {
+    if (Op* clamp = clamp_forward(job, r, b, "moe_expert_clamp", s.busiest_rows * act_out)) {
+      clamp->imbalance = s.load;
+    }
     expert_memory(b, s, "moe_expert_swiglu", 3 * act_out * e, kSwigluFlops * act_out).saved_bytes =
         2 * act_out * e * s.busiest_rows;
   } else {
@@ -277,6 +280,9 @@ void moe_backward(const Job& job, const RankShape& r, Builder& b) {
   if (job.model.mlp == MlpKind::kSwiglu) {
     expert_memory(b, s, "moe_expert_swiglu_bwd", 5 * act_out * e,
                   kBackwardFlopsFactor * kSwigluFlops * act_out);
+    if (Op* clamp = clamp_backward(job, r, b, "moe_expert_clamp_bwd", s.busiest_rows * act_out)) {
+      clamp->imbalance = s.load;
+    }
   } else {
     expert_memory(b, s, "moe_expert_gelu_bwd", 3 * act_out * e,
                   kBackwardFlopsFactor * kGeluFlops * act_out);

@@ -257,6 +257,14 @@ void column_linear_backward(const Job& job, const RankShape& r, Builder& b, cons
 void row_linear_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                          int64_t in, int64_t out);
 int64_t mlp_in_columns(const Job& job, int64_t ffn);
+/// A clamped GLU's clamp on `elements` activation outputs, where it runs as
+/// eager ops (ModelShape::clamped_glu, ElementwisePolicy::activation_clamp);
+/// nullptr where it costs nothing of its own. Forward before the activation,
+/// backward after the activation's backward.
+Op* clamp_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                  double elements);
+Op* clamp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
+                   double elements);
 /// Activation forward on rows x ffn; saves its input(s).
 void activation_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                         double rows, int64_t ffn);

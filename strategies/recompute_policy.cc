@@ -64,7 +64,8 @@ bool is_mla_up(const Op& op) {
   return op.name == "mla_q_up" || op.name == "mla_kv_up" || op.name == "rope";
 }
 bool is_moe_act(const Op& op) {
-  return op.name == "moe_expert_swiglu" || op.name == "moe_expert_gelu";
+  return op.name == "moe_expert_clamp" || op.name == "moe_expert_swiglu" ||
+         op.name == "moe_expert_gelu";
 }
 bool is_dense_mlp(const Op& op) {
   return starts_with(op.name, "mlp_") && op.name != "mlp_norm" && op.name != "mlp_residual";
@@ -99,8 +100,12 @@ double discarded_by_modules(const Op& op, uint32_t m, bool mla) {
        op.name == "mla_kv_down" || module_input(op))) {
     out += op.saved_bytes;
   }
-  // The activation's output is the saved input of the second expert GEMM.
-  if (has(m, RecomputeModule::kMoeAct) && op.name == "moe_expert_fc2") out += op.saved_bytes;
+  // The activation's output is the saved input of the second expert GEMM;
+  // the checkpointed function's own saved tensors (a clamp's) go too.
+  if (has(m, RecomputeModule::kMoeAct) &&
+      (op.name == "moe_expert_fc2" || op.name == "moe_expert_clamp")) {
+    out += op.saved_bytes;
+  }
   // MLA's up-projections (and RoPE) make the attention core's q, k and v.
   if (has(m, RecomputeModule::kMlaUpProj) && mla && op.attention_core) out += op.saved_bytes;
   return std::min(out, op.saved_bytes);

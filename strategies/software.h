@@ -31,10 +31,19 @@ enum class ChainImpl : uint8_t {
   kEager,  ///< one kernel per PyTorch op
 };
 
+/// Where a clamped GLU's clamp runs (ModelShape::clamped_glu).
+enum class ClampImpl : uint8_t {
+  kWithActivation,  ///< inside the activation's kernel, or eager where the activation is
+  /// PyTorch ops of their own before a fused activation: a clamp per half and
+  /// a concatenation (Megatron-Core's weighted_bias_quick_geglu_impl).
+  kEager,
+};
+
 struct ElementwisePolicy {
   NormImpl norm = NormImpl::kFused;
   RopeImpl rope = RopeImpl::kFused;
   ChainImpl activation = ChainImpl::kFused;
+  ClampImpl activation_clamp = ClampImpl::kWithActivation;
   ChainImpl residual = ChainImpl::kFused;
   /// Grouped K/V materialised at the full head count before attention.
   bool repeat_kv = false;

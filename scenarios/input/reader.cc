@@ -162,6 +162,12 @@ void SpecBuilder::build_model(strategies::ModelShape& m) {
   const std::string norm = text("/model/norm").value_or("rmsnorm");
   m.norm = norm == "layernorm" ? strategies::NormKind::kLayerNorm : strategies::NormKind::kRmsNorm;
   m.tied_embeddings = flag("/model/tied_embeddings").value_or(false);
+  m.clamped_glu = flag("/model/clamped_glu").value_or(false);
+  if (m.clamped_glu && m.mlp != strategies::MlpKind::kSwiglu) {
+    problem("/model/clamped_glu",
+            "a clamped GLU needs a gated MLP, and /model/mlp is \"" + mlp + "\"",
+            "set /model/mlp to \"swiglu\", or drop /model/clamped_glu");
+  }
   if (usable("/model/moe")) {
     strategies::MoeShape moe;
     moe.experts = integer("/model/moe/experts").value_or(0);

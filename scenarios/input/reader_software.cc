@@ -80,6 +80,10 @@ void SpecBuilder::build_software(SoftwareSpec& s) {
   e.norm = pick(choice("/software/elementwise/norm"), norms, e.norm);
   e.rope = pick(choice("/software/elementwise/rope"), ropes, e.rope);
   e.activation = pick(choice("/software/elementwise/activation"), chains, e.activation);
+  const std::pair<const char*, ClampImpl> clamps[] = {
+      {"with_activation", ClampImpl::kWithActivation}, {"eager", ClampImpl::kEager}};
+  e.activation_clamp =
+      pick(choice("/software/elementwise/activation_clamp"), clamps, e.activation_clamp);
   e.residual = pick(choice("/software/elementwise/residual"), chains, e.residual);
   e.repeat_kv = yes("/software/elementwise/repeat_kv", e.repeat_kv);
   e.compiled = yes("/software/elementwise/compiled", e.compiled);

@@ -36,6 +36,10 @@ constexpr KeyDecl kScenarioKeys[] = {
   choice("/model/mlp", "\"swiglu\"", "gelu|swiglu", "MLP kind: gelu (2 matrices) or swiglu (3 matrices)"),
   choice("/model/norm", "\"rmsnorm\"", "layernorm|rmsnorm", "normalisation layer"),
   boolean("/model/tied_embeddings", "false", "input and output embeddings share one matrix"),
+  boolean("/model/clamped_glu", "false",
+          "the swiglu MLP clamps its two halves before the activation (gpt-oss swiglu_limit 7: "
+          "gate <= 7, linear in [-7, 7]); what the clamp costs is the software's "
+          "elementwise.activation_clamp (extension)"),
   object("/model/moe", kOptional, "mixture of experts: replaces the dense MLP of every layer"),
   integer("/model/moe/experts", kRequired, "", 1, 1 << 16, "routed experts per layer"),
   integer("/model/moe/top_k", kRequired, "", 1, 1 << 16, "experts each token is routed to"),

@@ -70,6 +70,12 @@ constexpr KeyDecl kSoftwareKeys[] = {
                    "kernels stay under compiled: compilers fall back on complex tensors)"),
   mechanism_choice("/software/elementwise/activation", "fused|eager",
                    "MLP activation: one fused kernel, or one kernel per op"),
+  // Added after v1.1 was published: optional, so full v1.1 objects still read.
+  {"/software/elementwise/activation_clamp", KeyKind::kEnum, kDefault, "\"with_activation\"",
+   Dimension::kNone, 0, 0, false, "with_activation|eager",
+   "a clamped GLU (model.clamped_glu): the clamp inside the activation's kernel (eager ops where "
+   "the activation is eager), or eager ops before a fused activation: a clamp per half and a "
+   "concatenation"},
   mechanism_choice("/software/elementwise/residual", "fused|eager",
                    "(bias +) dropout + residual add: one fused kernel, or one kernel per op"),
   mechanism_flag("/software/elementwise/repeat_kv",

@@ -92,6 +92,7 @@ inline ModelShape make(std::string_view name) {
     ModelShape m =
         llama("gpt-oss-120b", 36, 2880, 2880, 64, 8, 201088, "HF openai/gpt-oss-120b config.json");
     m.head_dim = 64;
+    m.clamped_glu = true;
     m.moe = MoeShape{128, 4, 2880, 0};
     m.attention.sliding_window = 128;
     m.attention.sliding_window_every = 2;

@@ -3,7 +3,6 @@
 // changes in a layer's ops and kept tensors.
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <string>
 
 #include "strategies/memory.h"
@@ -14,28 +13,16 @@
 namespace podsim::strategies {
 namespace {
 
+using testing::kept_bytes;
+using testing::memory_bytes;
 using testing::preset_job;
 
-double memory_bytes(const std::vector<Op>& ops) {
-  double total = 0;
-  for (const Op& op : ops) {
-    if (op.kind == OpKind::kMemoryBound) total += static_cast<double>(op.count) * op.memory.bytes;
-  }
-  return total;
-}
 double gemm_flops(const std::vector<Op>& ops) {
   double total = 0;
   for (const Op& op : ops) {
     if (op.kind == OpKind::kGemm) total += static_cast<double>(op.count) * op.flops;
   }
   return total;
-}
-double total(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
-double kept_bytes(const Job& job) {
-  ChunkInfo chunk;
-  chunk.layer_begin = 0;
-  chunk.layer_end = 1;
-  return total(kept_tensors(job, layer_tensors(job), chunk, 0));
 }
 
 Job fp8_job(PrecisionRecipe recipe) {

@@ -2,12 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "strategies/job.h"
+#include "strategies/memory.h"
 #include "strategies/schedule.h"
+#include "strategies/workload.h"
 #include "tests/strategies/model_presets.h"
 
 namespace podsim::strategies::testing {
@@ -28,6 +32,32 @@ inline Schedule built_schedule(const Job& job, Scope scope) {
   BuildResult r = build_schedule(job, scope);
   for (const PlanProblem& p : r.problems) ADD_FAILURE() << p.path << ": " << p.message;
   return std::move(*r.schedule);
+}
+
+/// HBM bytes the memory-bound ops of `ops` move.
+inline double memory_bytes(const std::vector<Op>& ops) {
+  double total = 0;
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kMemoryBound) total += static_cast<double>(op.count) * op.memory.bytes;
+  }
+  return total;
+}
+
+/// Bytes the first layer of a one-layer chunk keeps for its backward.
+inline double kept_bytes(const Job& job) {
+  ChunkInfo chunk;
+  chunk.layer_begin = 0;
+  chunk.layer_end = 1;
+  const std::vector<double> kept = kept_tensors(job, layer_tensors(job), chunk, 0);
+  return std::accumulate(kept.begin(), kept.end(), 0.0);
+}
+
+/// The op of `ops` named `name`, or nullptr.
+inline const Op* op_named(const std::vector<Op>& ops, std::string_view name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
 }
 
 /// A one-line description of a job's plan for test traces.

@@ -111,6 +111,11 @@ TEST(Reader, CrossFieldChecksNameThePathAndAFix) {
          s["model"] = {{"base", "llama3-8b"}, {"kv_heads", 12}};
        },
        "/model/kv_heads", "does not divide heads=32"},
+      {"clamp needs a gate",
+       [](json& s) {
+         s["model"] = {{"base", "llama3-8b"}, {"mlp", "gelu"}, {"clamped_glu", true}};
+       },
+       "/model/clamped_glu", "set /model/mlp to \"swiglu\""},
       {"pp",
        [](json& s) {
          s["parallelism"] = {{"pp", 64}};

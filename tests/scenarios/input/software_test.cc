@@ -172,6 +172,33 @@ TEST(Software, KeysAddedAfterV11AreOptionalInAFullObject) {
       << problems_text(r.problems());
 }
 
+TEST(Software, OnlyMegatronCoreClampsOutsideItsFusedActivation) {
+  // gpt-oss's clamped SwiGLU (swiglu_limit 7) is in the model presets; where
+  // the clamp runs is the software's.
+  json scenario = base_scenario();
+  scenario["model"] = "gpt-oss-120b";
+  EXPECT_TRUE(read_ok(scenario).model.clamped_glu);
+  scenario["model"] = "llama3-8b";
+  EXPECT_FALSE(read_ok(scenario).model.clamped_glu);
+  for (const char* preset : {"megatron-core", "rocm-megatron"}) {
+    scenario["software"] = preset;
+    EXPECT_EQ(read_ok(scenario).software.elementwise.activation_clamp,
+              strategies::ClampImpl::kEager)
+        << preset;
+  }
+  for (const char* preset : {"torchtitan", "torchtitan-compile", "maxtext", "composer"}) {
+    scenario["software"] = preset;
+    EXPECT_EQ(read_ok(scenario).software.elementwise.activation_clamp,
+              strategies::ClampImpl::kWithActivation)
+        << preset;
+  }
+  scenario["software"] = {{"base", "torchtitan"}, {"elementwise", {{"activation_clamp", "eager"}}}};
+  EXPECT_EQ(read_ok(scenario).software.elementwise.activation_clamp, strategies::ClampImpl::kEager);
+  scenario["software"]["elementwise"]["activation_clamp"] = "fused";
+  EXPECT_TRUE(has_problem(read(scenario).problems(), "/software/elementwise/activation_clamp",
+                          "not one of"));
+}
+
 TEST(Software, CompiledNormBandwidthsAreFractionsThatDefaultToOne) {
   json scenario = base_scenario();
   scenario["software"] = "torchtitan-compile";
