@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/strategies/test_util.h"
@@ -26,41 +27,41 @@ Job gpt_oss(ClampImpl clamp) {
   return job;
 }
 
-size_t index_of(const std::vector<Op>& ops, const std::string& name) {
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].name == name) return i;
+/// The ops `first` and `second` of a layer pass, which must run one after the
+/// other.
+std::pair<Op, Op> adjacent_ops(const Job& job, Pass pass, const std::string& first,
+                               const std::string& second) {
+  const std::vector<Op> ops = layer_ops(job, pass);
+  for (size_t i = 0; i + 1 < ops.size(); ++i) {
+    if (ops[i].name == first) {
+      EXPECT_EQ(ops[i + 1].name, second);
+      return {ops[i], ops[i + 1]};
+    }
   }
-  return ops.size();
+  ADD_FAILURE() << first << " not in the layer";
+  return {};
 }
 
 TEST(ClampedGlu, MegatronClampsBeforeItsFusedActivation) {
   const Job job = gpt_oss(ClampImpl::kEager);
-  const std::vector<Op> fwd = layer_ops(job, Pass::kForward);
-  const Op* clamp = op_named(fwd, "moe_expert_clamp");
-  const Op* act = op_named(fwd, "moe_expert_swiglu");
-  ASSERT_NE(clamp, nullptr);
-  ASSERT_NE(act, nullptr);
-  EXPECT_EQ(index_of(fwd, "moe_expert_clamp") + 1, index_of(fwd, "moe_expert_swiglu"));
+  const auto [clamp, act] =
+      adjacent_ops(job, Pass::kForward, "moe_expert_clamp", "moe_expert_swiglu");
   // Per activation output in bf16: the fused SwiGLU moves 3 x 2 B, the clamp
   // two clamps (r 2 w 2 each) and a cat (r 4 w 4) = 16 B in 3 kernels.
-  EXPECT_DOUBLE_EQ(clamp->memory.bytes / act->memory.bytes, 16.0 / 6.0);
-  EXPECT_EQ(clamp->kernels, 3);
-  EXPECT_DOUBLE_EQ(clamp->imbalance, act->imbalance);
+  EXPECT_DOUBLE_EQ(clamp.memory.bytes / act.memory.bytes, 16.0 / 6.0);
+  EXPECT_EQ(clamp.kernels, 3);
+  EXPECT_DOUBLE_EQ(clamp.imbalance, act.imbalance);
   // It keeps its input (the first GEMM's output) beside the activation's
   // clamped copy: as many bytes again.
-  EXPECT_DOUBLE_EQ(clamp->saved_bytes, act->saved_bytes);
+  EXPECT_DOUBLE_EQ(clamp.saved_bytes, act.saved_bytes);
 
   // Backward after the activation's: the masks (1 B each) and where() of two
   // clamp_backwards, 3e + 2 and 4e + 6, and split's cat 4e: 30 B in 7
   // kernels against the fused backward's 5 x 2 B.
-  const std::vector<Op> bwd = layer_ops(job, Pass::kBackward);
-  const Op* clamp_bwd = op_named(bwd, "moe_expert_clamp_bwd");
-  const Op* act_bwd = op_named(bwd, "moe_expert_swiglu_bwd");
-  ASSERT_NE(clamp_bwd, nullptr);
-  ASSERT_NE(act_bwd, nullptr);
-  EXPECT_EQ(index_of(bwd, "moe_expert_swiglu_bwd") + 1, index_of(bwd, "moe_expert_clamp_bwd"));
-  EXPECT_DOUBLE_EQ(clamp_bwd->memory.bytes / act_bwd->memory.bytes, 30.0 / 10.0);
-  EXPECT_EQ(clamp_bwd->kernels, 7);
+  const auto [act_bwd, clamp_bwd] =
+      adjacent_ops(job, Pass::kBackward, "moe_expert_swiglu_bwd", "moe_expert_clamp_bwd");
+  EXPECT_DOUBLE_EQ(clamp_bwd.memory.bytes / act_bwd.memory.bytes, 30.0 / 10.0);
+  EXPECT_EQ(clamp_bwd.kernels, 7);
 }
 
 TEST(ClampedGlu, AFusedOrCompiledActivationAbsorbsTheClamp) {
