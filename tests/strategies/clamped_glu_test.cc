@@ -4,6 +4,7 @@
 // activation's kernel absorbs it.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,12 +84,12 @@ TEST(ClampedGlu, AFusedOrCompiledActivationAbsorbsTheClamp) {
   Job dense = preset_job("llama3-8b", 8192, 8, 1);
   dense.model.clamped_glu = true;
   dense.software.elementwise.activation = ChainImpl::kEager;
-  const Op* eager = op_named(layer_ops(dense, Pass::kForward), "mlp_clamp");
-  ASSERT_NE(eager, nullptr);
+  const std::optional<Op> eager = op_named(layer_ops(dense, Pass::kForward), "mlp_clamp");
+  ASSERT_TRUE(eager);
   EXPECT_DOUBLE_EQ(eager->memory.bytes, 16.0 * 8192 * 14336);
-  ASSERT_NE(op_named(layer_ops(dense, Pass::kBackward), "mlp_clamp_bwd"), nullptr);
+  ASSERT_TRUE(op_named(layer_ops(dense, Pass::kBackward), "mlp_clamp_bwd"));
   dense.software.elementwise.compiled = true;
-  EXPECT_EQ(op_named(layer_ops(dense, Pass::kForward), "mlp_clamp"), nullptr);
+  EXPECT_FALSE(op_named(layer_ops(dense, Pass::kForward), "mlp_clamp"));
 }
 
 TEST(ClampedGlu, MoeActRecomputeDropsWhatTheClampKeepsAndRerunsIt) {
@@ -96,7 +97,7 @@ TEST(ClampedGlu, MoeActRecomputeDropsWhatTheClampKeepsAndRerunsIt) {
   unclamped.model.clamped_glu = false;
   const Job clamped = gpt_oss(ClampImpl::kEager);
   const double clamp_saved =
-      op_named(layer_ops(clamped, Pass::kForward), "moe_expert_clamp")->saved_bytes;
+      op_named(layer_ops(clamped, Pass::kForward), "moe_expert_clamp").value().saved_bytes;
   ASSERT_GT(clamp_saved, 0);
   EXPECT_DOUBLE_EQ(kept_bytes(clamped) - kept_bytes(unclamped), clamp_saved);
 
@@ -108,8 +109,8 @@ TEST(ClampedGlu, MoeActRecomputeDropsWhatTheClampKeepsAndRerunsIt) {
     return job;
   };
   EXPECT_DOUBLE_EQ(kept_bytes(moe_act(clamped)), kept_bytes(moe_act(unclamped)));
-  EXPECT_NE(op_named(layer_ops(moe_act(clamped), Pass::kRecompute), "moe_expert_clamp"), nullptr);
-  EXPECT_EQ(op_named(layer_ops(moe_act(unclamped), Pass::kRecompute), "moe_expert_clamp"), nullptr);
+  EXPECT_TRUE(op_named(layer_ops(moe_act(clamped), Pass::kRecompute), "moe_expert_clamp"));
+  EXPECT_FALSE(op_named(layer_ops(moe_act(unclamped), Pass::kRecompute), "moe_expert_clamp"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,12 +53,13 @@ inline double kept_bytes(const Job& job) {
   return std::accumulate(kept.begin(), kept.end(), 0.0);
 }
 
-/// The op of `ops` named `name`, or nullptr.
-inline const Op* op_named(const std::vector<Op>& ops, std::string_view name) {
+/// A copy of the op of `ops` named `name` (a copy: `ops` is often a
+/// temporary), or nothing.
+inline std::optional<Op> op_named(const std::vector<Op>& ops, std::string_view name) {
   for (const Op& op : ops) {
-    if (op.name == name) return &op;
+    if (op.name == name) return op;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 /// A one-line description of a job's plan for test traces.
