@@ -53,8 +53,8 @@ constexpr int32_t kEagerSwigluBwdKernels = 3;
 // a cat; cat's backward views): le + where 3e + 2, ge + le + logical_and_ +
 // where 4e + 6, cat 4e = 7 kernels, 11e + 8 bytes. The clamp keeps its
 // input, the activation the clamped copy: 2e bytes saved per element more.
-constexpr double kEagerClampBytesPerElementByte = 8;
-constexpr double kEagerClampBwdBytesPerElementByte = 11, kEagerClampBwdMaskBytes = 8;
+// Passes: bytes per output element in units of e.
+constexpr double kEagerClampPasses = 8, kEagerClampBwdPasses = 11, kEagerClampBwdMaskBytes = 8;
 constexpr int32_t kEagerClampKernels = 3, kEagerClampBwdKernels = 7;
 
 bool compiled(const Job& job) { return job.software.elementwise.compiled; }
@@ -208,8 +208,7 @@ bool eager_clamp(const Job& job) {
 Op* clamp_forward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                   double elements) {
   if (!eager_clamp(job)) return nullptr;
-  Op& op = b.memory(name, kEagerClampBytesPerElementByte * r.e * elements, 2 * elements,
-                    kEagerClampKernels);
+  Op& op = b.memory(name, kEagerClampPasses * r.e * elements, 2 * elements, kEagerClampKernels);
   op.saved_bytes = 2 * elements * r.e;
   return &op;
 }
@@ -217,8 +216,7 @@ Op* clamp_forward(const Job& job, const RankShape& r, Builder& b, const std::str
 Op* clamp_backward(const Job& job, const RankShape& r, Builder& b, const std::string& name,
                    double elements) {
   if (!eager_clamp(job)) return nullptr;
-  return &b.memory(name,
-                   (kEagerClampBwdBytesPerElementByte * r.e + kEagerClampBwdMaskBytes) * elements,
+  return &b.memory(name, (kEagerClampBwdPasses * r.e + kEagerClampBwdMaskBytes) * elements,
                    3 * elements, kEagerClampBwdKernels);
 }
 
