@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
 #include "scenarios/input/checker.h"
+#include "scenarios/input/quantity.h"
+#include "tests/scenarios/input/reader_test_util.h"
 
 namespace podsim::scenarios {
 namespace {
@@ -200,6 +204,35 @@ TEST(Schema, DescribeCoversEveryDeclaredKey) {
   EXPECT_EQ(described["scenario"].size(), scenario_keys().size());
   EXPECT_EQ(described["validation"].size(), validation_keys().size());
   EXPECT_EQ(described["units"].size(), unit_spellings().size());
+}
+
+TEST(Schema, FuzzDictionaryHoldsEveryKeyValueAndUnit) {
+  // tests/fuzz/scenario.dict is written from `podsim describe --json` (tools/fuzz
+  // dict); a key, value or unit added since is missing from the fuzzer's words.
+  const std::string dict = testing::read_file(testing::source_path("tests/fuzz/scenario.dict"));
+  const auto holds = [&](const std::string& word) {
+    return dict.find("\n\"" + word + "\"\n") != std::string::npos;
+  };
+  for (const auto table : {scenario_keys(), validation_keys()}) {
+    for (const KeyDecl& decl : table) {
+      const std::string name(decl.path.substr(decl.path.rfind('/') + 1));
+      if (!name.empty() && name != "*") {
+        EXPECT_TRUE(holds("\\\"" + name + "\\\":")) << decl.path << ": run tools/fuzz dict";
+      }
+      if (decl.kind == KeyKind::kEnum) {
+        for (const std::string& value : allowed_values(decl)) {
+          EXPECT_TRUE(holds("\\\"" + value + "\\\"")) << decl.path << " " << value;
+        }
+      }
+    }
+  }
+  for (const UnitSpelling& unit : unit_spellings()) {
+    const bool ascii = std::all_of(unit.name.begin(), unit.name.end(),
+                                   [](char c) { return c > 0x20 && c < 0x7F; });
+    if (ascii) {
+      EXPECT_TRUE(holds(" " + unit.name)) << unit.name;
+    }
+  }
 }
 
 TEST(Schema, PatternOf) {
