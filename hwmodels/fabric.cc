@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "hwmodels/fabric_detail.h"
+#include "sim/ceil_div.h"
 
 namespace podsim::hwmodels {
 namespace {
@@ -88,8 +89,8 @@ int64_t built_nodes(const ClusterSpec& spec, const FabricOptions& options) {
   if (options.gpus <= 0 || spec.gpus_per_node <= 0) return spec.nodes;
   const int domain = spec.scale_up_domain();
   const int64_t domain_nodes = std::max(1, domain / spec.gpus_per_node);
-  const int64_t needed = (options.gpus + spec.gpus_per_node - 1) / spec.gpus_per_node;
-  return std::min<int64_t>(spec.nodes, (needed + domain_nodes - 1) / domain_nodes * domain_nodes);
+  const int64_t needed = ceil_div(options.gpus, spec.gpus_per_node);
+  return std::min<int64_t>(spec.nodes, ceil_div(needed, domain_nodes) * domain_nodes);
 }
 
 std::string shape_text(const std::vector<int>& shape) {
@@ -266,7 +267,7 @@ Fabric Fabric::build(const ClusterSpec& spec, FabricOptions options) {
     std::vector<std::vector<uint32_t>> tier_switch(static_cast<size_t>(tiers));
     for (int t = 0; t < tiers; ++t) {
       const int per = m->tier_nodes[static_cast<size_t>(t)];
-      const int64_t groups = (nodes + per - 1) / per;
+      const int64_t groups = ceil_div(nodes, per);
       const int per_group = (t == 0 && rails) ? m->npn : 1;
       for (int64_t g = 0; g < groups; ++g) {
         for (int r = 0; r < per_group; ++r) {

@@ -4,6 +4,8 @@
 #include <array>
 #include <optional>
 
+#include "sim/ceil_div.h"
+
 namespace podsim::strategies {
 namespace {
 
@@ -424,7 +426,7 @@ std::vector<int64_t> chunk_layer_counts(const Job& job) {
     return counts;
   }
   const int64_t chunks = model_chunk_count(job);
-  const int64_t q = (job.model.layers + chunks - 1) / chunks;
+  const int64_t q = ceil_div(job.model.layers, chunks);
   std::vector<int64_t> counts(static_cast<size_t>(chunks), q);
   int64_t surplus = q * chunks - job.model.layers;
   // Alternate first, last, second, second-to-last, ...; surplus < chunks, so

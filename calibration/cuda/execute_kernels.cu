@@ -4,6 +4,7 @@
 
 #include "calibration/cuda/check.h"
 #include "calibration/cuda/execute_kernels.cuh"
+#include "sim/ceil_div.h"
 
 namespace podsim::calibration::gpu {
 namespace {
@@ -37,7 +38,7 @@ __device__ float2 block_sum2(float2 v) {
 }
 
 unsigned grid_for(int64_t work, int threads) {
-  const int64_t blocks = (work + threads - 1) / threads;
+  const int64_t blocks = ceil_div(work, threads);
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
 }
 

@@ -6,6 +6,7 @@
 
 #include "scenarios/run/checkpoint_interval.h"
 #include "scenarios/step/software.h"
+#include "sim/ceil_div.h"
 #include "strategies/job.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
@@ -28,7 +29,7 @@ JobParts job_parts(const ScenarioSpec& spec) {
   JobParts p;
   p.gpus = spec.gpus;
   const int64_t per_node = std::max(1, spec.cluster.gpus_per_node);
-  p.nodes = (spec.gpus + per_node - 1) / per_node;
+  p.nodes = ceil_div(spec.gpus, per_node);
   p.nics = p.nodes * spec.cluster.scale_out.nics_per_node;
   return p;
 }

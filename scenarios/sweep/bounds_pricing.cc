@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scenarios/step/step_simulation.h"
+#include "sim/ceil_div.h"
 #include "strategies/memory.h"
 #include "strategies/model_counts.h"
 
@@ -66,7 +67,7 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
     Level l;
     l.gpus = gpus;
     l.cluster = cluster;
-    l.cluster.nodes = static_cast<int>(std::max<int64_t>(1, (gpus + per_node - 1) / per_node));
+    l.cluster.nodes = static_cast<int>(std::max<int64_t>(1, ceil_div(gpus, per_node)));
     // A torus block is whole slices (a smaller one would be another grid).
     if (cluster.scale_up.topology == hwmodels::ScaleUpTopology::kTorus) {
       if (gpus % domain != 0) return;
