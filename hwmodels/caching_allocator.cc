@@ -2,21 +2,22 @@
 
 #include <algorithm>
 
+#include "sim/ceil_div.h"
+
 namespace podsim::hwmodels {
 
 CachingAllocator::CachingAllocator(const CachingAllocatorParams& params) : params_(params) {}
 
 uint64_t CachingAllocator::rounded(uint64_t bytes) const {
   const uint64_t b = params_.min_block_bytes;
-  return std::max<uint64_t>(b, (bytes + b - 1) / b * b);
+  return std::max<uint64_t>(b, round_up(bytes, b));
 }
 
 uint64_t CachingAllocator::segment_size(uint64_t bytes) const {
   const uint64_t size = rounded(bytes);
   if (size <= params_.small_size_bytes) return params_.small_buffer_bytes;
   if (size < params_.min_large_alloc_bytes) return params_.large_buffer_bytes;
-  const uint64_t r = params_.round_large_bytes;
-  return (size + r - 1) / r * r;
+  return round_up(size, params_.round_large_bytes);
 }
 
 CachingAllocator::FreeKey CachingAllocator::key(uint32_t id) const {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "sim/ceil_div.h"
+
 #if PODSIM_BULK_MAPPINGS
 #include <sys/mman.h>
 #include <unistd.h>
@@ -13,8 +15,6 @@ namespace {
 
 #if PODSIM_BULK_MAPPINGS
 constexpr size_t kSmallPageBytes = 4096;
-
-size_t round_up(size_t bytes, size_t unit) { return (bytes + unit - 1) / unit * unit; }
 
 size_t mapped_bytes(size_t bytes) { return round_up(bytes, kSmallPageBytes); }
 #endif

@@ -281,9 +281,6 @@ inline Series rotating_bandwidth_series(const std::string& name, const std::stri
   return s;
 }
 
-/// n rounded up to a multiple of m.
-inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
-
 /// Human-readable bytes ("64 MiB") for progress lines.
 std::string format_bytes(double bytes);
 

@@ -8,6 +8,7 @@
 
 #include "calibration/cuda/common.cuh"
 #include "calibration/cuda/execute_kernels.cuh"
+#include "sim/ceil_div.h"
 
 namespace podsim::calibration::gpu {
 namespace {

@@ -24,6 +24,18 @@ TEST(SharedHelpers, CeilDivRoundsUpOnlyWhenThereIsARemainder) {
   static_assert(ceil_div(7, 2) == 4, "usable in constant expressions");
 }
 
+TEST(SharedHelpers, RoundUpReachesTheNextMultipleOnlyWhenThereIsARemainder) {
+  EXPECT_EQ(round_up(0, 512), 0u);
+  EXPECT_EQ(round_up(1, 512), 512u);
+  EXPECT_EQ(round_up(512, 512), 512u);
+  EXPECT_EQ(round_up(513, 512), 1024u);
+  // PyTorch rounds a large allocation of 20 MiB + 1 byte to the next 2 MiB.
+  EXPECT_EQ(round_up((uint64_t{20} << 20) + 1, uint64_t{2} << 20), uint64_t{22} << 20);
+  // Addresses and byte counts past 32 bits (a 2 MiB-aligned mapping).
+  EXPECT_EQ(round_up((uint64_t{1} << 40) + 3, uint64_t{1} << 21), (uint64_t{1} << 40) + (uint64_t{1} << 21));
+  static_assert(round_up(7, 4) == 8, "usable in constant expressions");
+}
+
 TEST(SharedHelpers, FormatFixedWritesPrintfsFixedPoint) {
   EXPECT_EQ(format_fixed(6.625, 2), "6.62");  // 6.625 is exact: round half to even
   EXPECT_EQ(format_fixed(78.8, 1), "78.8");
