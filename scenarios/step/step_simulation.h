@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "hwmodels/collectives.h"
@@ -153,6 +154,12 @@ struct Degradation {
   bool empty() const { return gpu_slowdown.empty() && nic_rate_fraction.empty(); }
 };
 
+/// Seconds of collectives already predicted on one fabric under one set of
+/// collective parameters, by kind, bytes (their bits) and group: a sweep
+/// prices thousands of plans whose layers run the same collectives over the
+/// same groups.
+using CollectiveTimes = std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double>;
+
 /// The hardware a schedule runs on.
 struct StepHardware {
   const hwmodels::GpuModel& gpu;
@@ -161,6 +168,9 @@ struct StepHardware {
   /// The training framework's kernels and host costs.
   hwmodels::KernelImplementation kernels = {};
   const Degradation* degradation = nullptr;  ///< null: every part at its model's speed
+  /// Where the collectives priced on this fabric are kept across schedules
+  /// (null: each schedule's pricing keeps its own).
+  CollectiveTimes* collective_times = nullptr;
 };
 
 /// Prices and runs `schedule` on a fresh engine. A step of more than

@@ -78,15 +78,19 @@ double Pricer::collective_time(const Op& op, const std::vector<int64_t>& group) 
   const bool per_node = c.dispatch.per_node && c.kind == CollectiveKind::kAllToAll;
   auto key =
       std::make_tuple(static_cast<int>(c.kind) + (per_node ? 100 : 0), bits_of(c.bytes), group);
-  auto it = collective_cache_.find(key);
-  if (it != collective_cache_.end()) return it->second;
+  // A fused dispatch's price depends on the schedule's routing, so it stays
+  // with the schedule; a collective's depends on the hardware alone.
+  CollectiveTimes& cache =
+      per_node || hw_.collective_times == nullptr ? collective_cache_ : *hw_.collective_times;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
   const double t =
       per_node ? fused_dispatch_time(hw_.fabric, hw_.collectives, group, c.dispatch,
                                      *schedule_.job.model.moe, op.imbalance)
                : hwmodels::predict_collective(hw_.fabric, collective_op(c.kind), group, c.bytes,
                                               hwmodels::Algorithm::kAuto, hw_.collectives)
                      .time_s;
-  collective_cache_.emplace(std::move(key), t);
+  cache.emplace(std::move(key), t);
   return t;
 }
 

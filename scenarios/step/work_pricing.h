@@ -65,7 +65,7 @@ class Pricer {
   const StepHardware& hw_;
   // [work][segment][op] -> seconds per instance; -1 = not priced yet.
   std::vector<std::vector<std::vector<double>>> op_times_;
-  std::map<std::tuple<int, uint64_t, std::vector<int64_t>>, double> collective_cache_;
+  CollectiveTimes collective_cache_;
   std::map<std::tuple<int32_t, size_t, size_t, int32_t>, double> chunked_times_;
 };
 

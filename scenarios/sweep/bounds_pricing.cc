@@ -134,13 +134,15 @@ PlanBounds::Impl::Groups PlanBounds::Impl::groups_of(const strategies::Layout& l
   return out;
 }
 
-const hwmodels::Fabric& PlanBounds::Impl::fabric_for(const Groups& groups) {
-  if (groups.level < 0) return fabric;
+StepHardware PlanBounds::Impl::hardware_for(const Groups& groups) {
+  if (groups.level < 0) {
+    return {gpu, fabric, collectives, kernels, nullptr, &collective_times};
+  }
   Level& l = levels[static_cast<size_t>(groups.level)];
   if (!l.fabric) {
     l.fabric = std::make_unique<hwmodels::Fabric>(hwmodels::Fabric::build(l.cluster));
   }
-  return *l.fabric;
+  return {gpu, *l.fabric, collectives, kernels, nullptr, &l.collective_times};
 }
 
 double PlanBounds::Impl::work_cost(const Job& job, const strategies::Layout& layout,
@@ -179,8 +181,7 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
   scratch.works.push_back(std::move(one));
   // GPU time only: the host's issue time bounds a whole task, not its
   // segments one by one.
-  const WorkCost cost =
-      cost_work(scratch, {gpu, fabric_for(priced), collectives, kernels}, 0, priced.rank);
+  const WorkCost cost = cost_work(scratch, hardware_for(priced), 0, priced.rank);
   const double seconds = cost.duration_s - cost.host_idle_s;
   segment_costs.emplace(std::move(key), seconds);
   return seconds;

@@ -20,6 +20,7 @@
 #include "hwmodels/kernel_implementation.h"
 #include "hwmodels/memory_model.h"
 #include "scenarios/step/profile_fit.h"
+#include "scenarios/step/step_simulation.h"
 #include "scenarios/sweep/bounds.h"
 #include "strategies/job.h"
 #include "strategies/layout.h"
@@ -66,6 +67,7 @@ struct Level {
   int64_t gpus = 0;  ///< GPUs per block
   hwmodels::ClusterSpec cluster;
   std::unique_ptr<hwmodels::Fabric> fabric;  ///< built on first use
+  CollectiveTimes collective_times;          ///< priced on `fabric`
 };
 
 std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster);
@@ -92,6 +94,8 @@ struct PlanBounds::Impl {
   hwmodels::MemoryModel memory;
   /// segment ops + group key -> seconds on the compute stream, per repeat.
   std::unordered_map<std::string, double> segment_costs;
+  /// The collectives priced on the whole `fabric`, for every plan.
+  CollectiveTimes collective_times;
 
   /// The TP, CP and EP (and expert-TP) groups of `rank`, the only groups in-task collectives
   /// use, and where to price them: when they lie inside one full block of a
@@ -111,7 +115,9 @@ struct PlanBounds::Impl {
       strategies::GroupKind::kTp, strategies::GroupKind::kCp, strategies::GroupKind::kEp,
       strategies::GroupKind::kExpertTp, strategies::GroupKind::kExpertTpEp};
   Groups groups_of(const strategies::Layout& layout, int64_t rank) const;
-  const hwmodels::Fabric& fabric_for(const Groups& groups);
+  /// Where `groups` are priced: the level's cut-down fabric or the whole
+  /// one, with the collectives already priced there.
+  StepHardware hardware_for(const Groups& groups);
   double work_cost(const strategies::Job& job, const strategies::Layout& layout,
                    const Groups& groups, const strategies::Work& work);
 

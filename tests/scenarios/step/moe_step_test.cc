@@ -2,7 +2,8 @@
 // against a Monte Carlo of the routing, and the step-level promises of the
 // MoE model -- imbalance never speeds a step up, the report's MoE parts are
 // where the time went, a dropless dispatch's host synchronisation exposes the
-// launches after it, and per-expert GEMMs of few rows lose to tiles and waves.
+// launches after it, per-expert GEMMs of few rows lose to tiles and waves,
+// and collectives priced on shared hardware are reused at the same price.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -118,6 +119,62 @@ TEST(MoeStep, ImbalanceNeverSpeedsAStepUpAndTheBreakdownNamesTheMoeParts) {
     return s;
   }();
   EXPECT_DOUBLE_EQ(simulate_ok(dense_spec).breakdown.moe.total(), 0.0);
+}
+
+TEST(MoeStep, CollectivesPricedOnSharedHardwareAreReusedAcrossSchedulesAtTheSamePrice) {
+  // Prices every work of a schedule for rank 0, with or without a cache of
+  // collectives shared across schedules; returns the summed durations.
+  auto price_all = [](const strategies::Schedule& schedule, const StepHardware& hw) {
+    double total = 0;
+    for (size_t w = 0; w < schedule.works.size(); ++w) {
+      total += cost_work(schedule, hw, static_cast<int32_t>(w), 0).duration_s;
+    }
+    return total;
+  };
+  // The all-to-all dispatcher's EP collectives depend on the hardware alone.
+  const ScenarioSpec spec = read(moe_scenario("forced", "alltoall"));
+  const testing::StepParts parts(spec);
+  ASSERT_TRUE(parts.built.schedule.has_value());
+  CollectiveTimes shared;
+  StepHardware with_cache = parts.hardware();
+  with_cache.collective_times = &shared;
+  const double alone = price_all(*parts.built.schedule, parts.hardware());
+  EXPECT_EQ(price_all(*parts.built.schedule, with_cache), alone);
+  ASSERT_FALSE(shared.empty());
+  const size_t priced = shared.size();
+  // A plan with twice the batch runs the same collectives per micro-batch:
+  // its pricing finds them all and adds none, at the price it would compute.
+  ScenarioSpec twice = spec;
+  twice.training.global_batch *= 2;
+  const testing::StepParts more(twice);
+  ASSERT_TRUE(more.built.schedule.has_value());
+  StepHardware more_with_cache = more.hardware();
+  more_with_cache.collective_times = &shared;
+  EXPECT_EQ(price_all(*more.built.schedule, more_with_cache),
+            price_all(*more.built.schedule, more.hardware()));
+  EXPECT_EQ(shared.size(), priced);
+
+  // A fused dispatch's price depends on the schedule's routing (here how
+  // many nodes a token's experts lie in): it stays with the schedule, so a
+  // plan routed otherwise on the same hardware gets its own price, not the
+  // first plan's.
+  const ScenarioSpec uniform = read(moe_scenario("forced", "fused"));
+  ScenarioSpec node_limited = uniform;  // DeepSeek-V3-style: 8 groups, 1 per token
+  node_limited.model.moe->expert_groups = 8;
+  node_limited.model.moe->groups_per_token = 1;
+  const testing::StepParts first(uniform);
+  const testing::StepParts second(node_limited);
+  ASSERT_TRUE(first.built.schedule.has_value() && second.built.schedule.has_value());
+  const double second_alone = price_all(*second.built.schedule, second.hardware());
+  ASSERT_NE(second_alone, price_all(*first.built.schedule, first.hardware()));
+  CollectiveTimes across_routings;
+  StepHardware first_with_cache = first.hardware();
+  first_with_cache.collective_times = &across_routings;
+  StepHardware second_with_cache = second.hardware();
+  second_with_cache.collective_times = &across_routings;
+  EXPECT_EQ(price_all(*first.built.schedule, first_with_cache),
+            price_all(*first.built.schedule, first.hardware()));
+  EXPECT_EQ(price_all(*second.built.schedule, second_with_cache), second_alone);
 }
 
 /// Ops of a work that wait for a host synchronisation, every repeat counted.
