@@ -214,23 +214,28 @@ std::vector<ParamTensor> mtp_parameter_tensors(const Job& job) {
   return t;
 }
 
-std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range) {
-  std::vector<ParamTensor> t;
-  auto append = [&t](const std::vector<ParamTensor>& more, int64_t times) {
-    for (int64_t i = 0; i < times; ++i) t.insert(t.end(), more.begin(), more.end());
-  };
-  if (range.head) append(head_parameter_tensors(job), 1);
+void for_each_parameter_group(
+    const Job& job, const WorkRange& range,
+    const std::function<void(const std::vector<ParamTensor>& group, int64_t times)>& visit) {
+  if (range.head) visit(head_parameter_tensors(job), 1);
   if (range.mtp > 0) {
-    append(mtp_parameter_tensors(job), range.mtp);
+    visit(mtp_parameter_tensors(job), range.mtp);
     // The shifted tokens' embedding (and the output layer, without the
     // head) need their own copy where the MTP sits apart from them.
-    if (!range.embedding) t.push_back({d(rank_shape(job).vocab) * d(job.model.hidden), false});
-    if (!range.head) append(head_parameter_tensors(job), 1);
+    if (!range.embedding) visit({{d(rank_shape(job).vocab) * d(job.model.hidden), false}}, 1);
+    if (!range.head) visit(head_parameter_tensors(job), 1);
   }
   for (auto run = range.runs.rbegin(); run != range.runs.rend(); ++run) {
-    append(layer_parameter_tensors(job, run->kind), run->count);
+    visit(layer_parameter_tensors(job, run->kind), run->count);
   }
-  if (range.embedding) append(embedding_parameter_tensors(job), 1);
+  if (range.embedding) visit(embedding_parameter_tensors(job), 1);
+}
+
+std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range) {
+  std::vector<ParamTensor> t;
+  for_each_parameter_group(job, range, [&t](const std::vector<ParamTensor>& group, int64_t times) {
+    for (int64_t i = 0; i < times; ++i) t.insert(t.end(), group.begin(), group.end());
+  });
   return t;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "strategies/job.h"
@@ -77,6 +78,12 @@ std::vector<ParamTensor> embedding_parameter_tensors(const Job& job);
 std::vector<ParamTensor> head_parameter_tensors(const Job& job);
 std::vector<ParamTensor> mtp_parameter_tensors(const Job& job);
 std::vector<ParamTensor> range_parameter_tensors(const Job& job, const WorkRange& range);
+/// The same tensors in the same order, as groups repeated `times` (a run of
+/// identical layers, the MTP modules): for sums that need not walk every
+/// layer (a sweep's memory bound sums them for millions of plans).
+void for_each_parameter_group(
+    const Job& job, const WorkRange& range,
+    const std::function<void(const std::vector<ParamTensor>& group, int64_t times)>& visit);
 /// The range's dense tensors a ZeRO-3 sharding partitions: those of at least
 /// software.data_parallel.persist_below_params elements (DeepSpeed's
 /// persistence threshold keeps smaller ones whole on every rank).
