@@ -266,7 +266,13 @@ StageParams embedding_parameters(const Job& job) { return sum(embedding_paramete
 StageParams head_parameters(const Job& job) { return sum(head_parameter_tensors(job)); }
 StageParams mtp_parameters(const Job& job) { return sum(mtp_parameter_tensors(job)); }
 StageParams range_parameters(const Job& job, const WorkRange& range) {
-  return sum(range_parameter_tensors(job, range));
+  StageParams p;
+  for_each_parameter_group(job, range, [&p](const std::vector<ParamTensor>& group, int64_t times) {
+    const StageParams once = sum(group);
+    p.dense += d(times) * once.dense;
+    p.expert += d(times) * once.expert;
+  });
+  return p;
 }
 
 StageParams stage_parameters(const Job& job, int64_t stage) {
@@ -286,7 +292,10 @@ double stage_parameter_tensors(const Job& job, int64_t stage) {
   for (const ChunkInfo& c : stage_chunks(job, stage)) {
     const WorkRange range{layer_runs(job, c, c.layer_begin, c.layer_end), c.has_embedding,
                           c.has_head, c.mtp};
-    tensors += static_cast<double>(range_parameter_tensors(job, range).size());
+    for_each_parameter_group(job, range, [&tensors](const std::vector<ParamTensor>& group,
+                                                    int64_t times) {
+      tensors += d(times) * d(static_cast<int64_t>(group.size()));
+    });
   }
   return tensors;
 }
