@@ -125,6 +125,19 @@ struct PlanBounds::Impl {
   double segment_cost(const strategies::Job& job, const strategies::Layout& layout,
                       const Groups& groups, const strategies::Segment& seg);
 
+  /// A collective of the refined bound on the whole fabric: its closed-form
+  /// seconds and the bytes it puts on each constrained link. It depends on
+  /// the op, the members, the bytes and the calls only, so every plan of the
+  /// target shares one (plans that differ in micro-batch, schedule or
+  /// recompute run the same data-parallel collectives).
+  struct CommShape {
+    double seconds = 0;
+    std::vector<std::pair<uint32_t, double>> link_bytes;  ///< constrained links only
+  };
+  const CommShape& comm_shape(hwmodels::CollectiveOp op, const std::vector<int64_t>& members,
+                              double bytes, uint8_t calls);
+  std::map<std::tuple<int, std::vector<int64_t>, double, uint8_t>, CommShape> comm_shapes;
+
   /// Pipeline orders depend on the schedule, p, v and m only; plans that
   /// share them share one copy.
   std::shared_ptr<const std::vector<std::vector<strategies::Slot>>> orders(

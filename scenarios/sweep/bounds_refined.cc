@@ -20,6 +20,27 @@ using strategies::TaskId;
 
 using bounds_detail::lower;
 
+const PlanBounds::Impl::CommShape& PlanBounds::Impl::comm_shape(
+    hwmodels::CollectiveOp op, const std::vector<int64_t>& members, double bytes, uint8_t calls) {
+  auto key = std::make_tuple(static_cast<int>(op), members, bytes, calls);
+  auto it = comm_shapes.find(key);
+  if (it != comm_shapes.end()) return it->second;
+  const hwmodels::CollectivePlan plan =
+      hwmodels::plan_back_to_back(fabric, op, members, bytes, calls, collectives);
+  CommShape shape;
+  shape.seconds = plan.estimate_s;
+  std::map<uint32_t, double> per_link;
+  for (const hwmodels::Phase& ph : plan.phases) {
+    for (const hwmodels::Transfer& tr : ph.transfers) {
+      for (uint32_t l : fabric.path(tr.src, tr.dst).links) {
+        if (fabric.link(l).constrained) per_link[l] += tr.bytes * tr.multiplicity;
+      }
+    }
+  }
+  shape.link_bytes.assign(per_link.begin(), per_link.end());
+  return comm_shapes.emplace(std::move(key), std::move(shape)).first->second;
+}
+
 PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
   strategies::BuildResult built =
       strategies::build_schedule(job, strategies::Scope::kRepresentatives);
@@ -94,12 +115,11 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
     std::vector<Groups> groups;
     for (int64_t rank : sched.ranks) groups.push_back(groups_of(sched.layout, rank));
     std::map<std::pair<size_t, int32_t>, double> work_seconds;
-    struct CommShape {
-      double seconds = 0;
-      std::vector<std::pair<uint32_t, double>> link_bytes;  ///< constrained links only
+    struct PlanComm {
+      const CommShape* shape = nullptr;
       uint64_t instances = 0;
     };
-    std::map<std::tuple<int32_t, int64_t, int64_t, int, double, uint8_t>, CommShape> shapes;
+    std::map<std::tuple<int32_t, int64_t, int64_t, int, double, uint8_t>, PlanComm> shapes;
     std::unordered_set<int64_t> seen_instances;
     for (size_t r = 0; r < sched.ranks.size(); ++r) {
       const int64_t rank = sched.ranks[r];
@@ -130,22 +150,9 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         if (it == shapes.end()) {
           const std::vector<int64_t>& group =
               p2p ? members : sched.groups[static_cast<size_t>(t.group)].ranks;
-          const hwmodels::CollectivePlan plan =
-              hwmodels::plan_back_to_back(fabric, op, group, t.bytes, t.calls, collectives);
-          CommShape shape;
-          shape.seconds = plan.estimate_s;
-          std::map<uint32_t, double> per_link;
-          for (const hwmodels::Phase& ph : plan.phases) {
-            for (const hwmodels::Transfer& tr : ph.transfers) {
-              for (uint32_t l : fabric.path(tr.src, tr.dst).links) {
-                if (fabric.link(l).constrained) per_link[l] += tr.bytes * tr.multiplicity;
-              }
-            }
-          }
-          shape.link_bytes.assign(per_link.begin(), per_link.end());
-          it = shapes.emplace(key, std::move(shape)).first;
+          it = shapes.emplace(key, PlanComm{&comm_shape(op, group, t.bytes, t.calls)}).first;
         }
-        duration[id] = it->second.seconds;
+        duration[id] = it->second.shape->seconds;
         // A collective instance runs once however many simulated members
         // name it; a transfer, once per task.
         if (!p2p) {
@@ -154,9 +161,9 @@ PlanBounds::Bounds PlanBounds::Impl::refined(const Job& job) {
         ++it->second.instances;
       }
     }
-    for (const auto& [key, shape] : shapes) {
-      for (const auto& [l, bytes] : shape.link_bytes) {
-        link_bytes[l] += bytes * static_cast<double>(shape.instances);
+    for (const auto& [key, comm] : shapes) {
+      for (const auto& [l, bytes] : comm.shape->link_bytes) {
+        link_bytes[l] += bytes * static_cast<double>(comm.instances);
       }
     }
   }

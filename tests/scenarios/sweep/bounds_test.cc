@@ -143,6 +143,52 @@ TEST(SweepBounds, MixtureOfExpertsWithExpertParallelism) {
   EXPECT_GT(c.plans, 60u);
 }
 
+TEST(SweepBounds, APlansBoundsDoNotDependOnThePlansBoundedBefore) {
+  // One PlanBounds serves every plan of a target and keeps what they share
+  // (segment prices, collectives priced on each fabric, the refined bound's
+  // collective shapes): bounding a plan after others, in any order, must
+  // give what a fresh PlanBounds gives.
+  const ScenarioSpec spec = read_ok(R"({"name": "small moe on two nodes",
+    "model": {"layers": 4, "hidden": 1024, "ffn_hidden": 2048, "heads": 16, "kv_heads": 4,
+              "vocab": 32000, "moe": {"experts": 8, "top_k": 2, "ffn_hidden": 2048}},
+    "cluster": {"base": "dgx-h100-superpod", "nodes": 2}, "gpus": 16,
+    "training": {"seq_len": 2048, "global_batch": 32, "micro_batch": 1},
+    "parallelism": {"tp": 2, "dp": 8, "ep": 4, "sequence_parallel": true}})");
+  const std::vector<SweepTarget> targets = own_target(spec);
+  ASSERT_FALSE(targets.empty());
+  SweepSpace space;
+  space.micro_batches = {1, 2};
+  const std::vector<SweepCandidate> plans = enumerate_plans(spec, targets, space);
+  ScenarioSpec on_target = spec;
+  on_target.cluster = targets.front().cluster;
+  Result<CalibratedHardware> hardware = calibrated_hardware(on_target, "");
+  ASSERT_TRUE(hardware.ok());
+  auto job_of_plan = [&](size_t i) {
+    strategies::Job job = job_of(spec, plans[i].plan);
+    job.training.micro_batch = plans[i].micro_batch;
+    return job;
+  };
+  std::vector<size_t> sample;
+  for (size_t i = 3; i < plans.size(); i += 23) sample.push_back(i);
+  ASSERT_GT(sample.size(), 20u);
+  PlanBounds shared(hardware.value(), kernel_implementation(spec));
+  for (auto i = sample.rbegin(); i != sample.rend(); ++i) {  // the other order
+    shared.quick(job_of_plan(*i));
+    shared.refined(job_of_plan(*i));
+  }
+  for (size_t i : sample) {
+    PlanBounds fresh(hardware.value(), kernel_implementation(spec));
+    const strategies::Job job = job_of_plan(i);
+    const PlanBounds::Bounds quick = fresh.quick(job), refined = fresh.refined(job);
+    const PlanBounds::Bounds quick_after = shared.quick(job), refined_after = shared.refined(job);
+    const std::string what = "plan " + std::to_string(i);
+    EXPECT_EQ(quick_after.step_s, quick.step_s) << what;
+    EXPECT_EQ(quick_after.memory_bytes, quick.memory_bytes) << what;
+    EXPECT_EQ(refined_after.step_s, refined.step_s) << what;
+    EXPECT_EQ(refined_after.memory_bytes, refined.memory_bytes) << what;
+  }
+}
+
 TEST(SweepBounds, GroupsAcrossNodesOfARack) {
   // Llama 3's cluster: racks of 2 nodes under pods. TP x CP groups of 16 span
   // the two nodes of a rack and are priced on a cut-down copy of one rack;
