@@ -352,8 +352,9 @@ StaticMemory static_memory(const Job& job, int64_t stage) {
   for (const ChunkInfo& c : stage_chunks(job, stage)) {
     const WorkRange range{layer_runs(job, c, c.layer_begin, c.layer_end), c.has_embedding,
                           c.has_head, c.mtp};
-    for_each_parameter_group(job, range, [&add](const std::vector<ParamTensor>& group,
-                                                int64_t times) { add(group, d(times)); });
+    for_each_parameter_group(
+        job, range,
+        [&add](const std::vector<ParamTensor>& group, int64_t times) { add(group, d(times)); });
   }
   return m;
 }

@@ -292,10 +292,10 @@ double stage_parameter_tensors(const Job& job, int64_t stage) {
   for (const ChunkInfo& c : stage_chunks(job, stage)) {
     const WorkRange range{layer_runs(job, c, c.layer_begin, c.layer_end), c.has_embedding,
                           c.has_head, c.mtp};
-    for_each_parameter_group(job, range, [&tensors](const std::vector<ParamTensor>& group,
-                                                    int64_t times) {
-      tensors += d(times) * d(static_cast<int64_t>(group.size()));
-    });
+    for_each_parameter_group(job, range,
+                             [&tensors](const std::vector<ParamTensor>& group, int64_t times) {
+                               tensors += d(times) * d(static_cast<int64_t>(group.size()));
+                             });
   }
   return tensors;
 }

@@ -20,8 +20,9 @@ using strategies::TaskId;
 
 using bounds_detail::lower;
 
-const PlanBounds::Impl::CommShape& PlanBounds::Impl::comm_shape(
-    hwmodels::CollectiveOp op, const std::vector<int64_t>& members, double bytes, uint8_t calls) {
+const PlanBounds::Impl::CommShape& PlanBounds::Impl::comm_shape(hwmodels::CollectiveOp op,
+                                                                const std::vector<int64_t>& members,
+                                                                double bytes, uint8_t calls) {
   auto key = std::make_tuple(static_cast<int>(op), members, bytes, calls);
   auto it = comm_shapes.find(key);
   if (it != comm_shapes.end()) return it->second;

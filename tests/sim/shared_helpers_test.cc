@@ -32,7 +32,8 @@ TEST(SharedHelpers, RoundUpReachesTheNextMultipleOnlyWhenThereIsARemainder) {
   // PyTorch rounds a large allocation of 20 MiB + 1 byte to the next 2 MiB.
   EXPECT_EQ(round_up((uint64_t{20} << 20) + 1, uint64_t{2} << 20), uint64_t{22} << 20);
   // Addresses and byte counts past 32 bits (a 2 MiB-aligned mapping).
-  EXPECT_EQ(round_up((uint64_t{1} << 40) + 3, uint64_t{1} << 21), (uint64_t{1} << 40) + (uint64_t{1} << 21));
+  EXPECT_EQ(round_up((uint64_t{1} << 40) + 3, uint64_t{1} << 21),
+            (uint64_t{1} << 40) + (uint64_t{1} << 21));
   static_assert(round_up(7, 4) == 8, "usable in constant expressions");
 }
 
