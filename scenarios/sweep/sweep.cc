@@ -229,13 +229,37 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   // Simulations of the round under way: out.plans_simulated counts them
   // only once the round is accounted for.
   uint64_t simulated_this_round = 0;
+  // This process's share of the screening (quick bounds for every plan).
+  std::vector<size_t> to_screen;
+  for (size_t i = rank; i < n; i += size) to_screen.push_back(i);
+  uint64_t screened = 0;
+  auto progress_info = [&]() {
+    SweepProgressInfo info{done, out.plans_total, out.plans_simulated + simulated_this_round,
+                           countdown.left(seconds_since_start())};
+    info.screened = screened;
+    info.to_screen = to_screen.size();
+    return info;
+  };
   auto report_progress = [&](uint64_t finished, uint64_t simulations = 0) {
     if (!options.progress || finished == 0) return;
     std::lock_guard<std::mutex> lock(progress_mutex);
     done += finished;
     simulated_this_round += simulations;
-    options.progress({done, out.plans_total, out.plans_simulated + simulated_this_round,
-                      countdown.left(seconds_since_start())});
+    options.progress(progress_info());
+  };
+  // The screening starts with the clock: its time left is the plans left at
+  // the seconds per plan so far, every worker included.
+  auto report_screened = [&](bool pruned) {
+    if (!options.progress) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    done += pruned ? 1 : 0;
+    ++screened;
+    SweepProgressInfo info = progress_info();
+    if (info.screening()) {
+      info.screening_seconds_left = seconds_since_start() / static_cast<double>(screened) *
+                                    static_cast<double>(to_screen.size() - screened);
+    }
+    options.progress(info);
   };
   // Seconds this process's workers spent refining and simulating, and how
   // many they did: what the progress estimate prices the rest at.
@@ -261,10 +285,8 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   // ---- Quick bounds for every plan (this process's share). ----------------
   out.screens.assign(n, PlanScreen{});
   {
-    std::vector<size_t> mine;
-    for (size_t i = rank; i < n; i += size) mine.push_back(i);
-    parallel_for(mine.size(), threads, [&](size_t j, unsigned worker) {
-      const size_t i = mine[j];
+    parallel_for(to_screen.size(), threads, [&](size_t j, unsigned worker) {
+      const size_t i = to_screen[j];
       const SweepCandidate& c = out.candidates[i];
       const PlanBounds::Bounds b =
           bounds_or_none([&]() { return bounder(worker, c.target).quick(candidate_job(c)); });
@@ -272,10 +294,10 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       s.memory_lower_bound_bytes = b.memory_bytes;
       s.pruned_memory = !b.can_fit || below_headroom(c.target, b.memory_bytes);
       s.step_lower_bound_s = b.step_s;
-      if (s.pruned_memory) report_progress(1);
+      report_screened(s.pruned_memory);
     });
     Writer w;
-    for (size_t i : mine) put_screen(w, i, out.screens[i]);
+    for (size_t i : to_screen) put_screen(w, i, out.screens[i]);
     for (const std::string& bytes : gather_all(options, w.take())) {
       Reader r(bytes);
       get_screens(r, out.screens);

@@ -112,9 +112,20 @@ struct SweepProgressInfo {
   /// report's value less the time between them: it counts down, and drops
   /// when the bounds rule plans out (docs/sweep.md, "Progress").
   double seconds_left = -1;
+  /// The screening that comes first: this process's plans (`to_screen`),
+  /// each given its quick bounds before any is simulated, and how many have
+  /// them (`screened`; equal to `to_screen` once the rounds begin).
+  uint64_t screened = 0;
+  uint64_t to_screen = 0;
+  /// While screening, the time it has left at its average rate so far
+  /// (wall seconds per plan screened); -1 before the first plan and after
+  /// the screening. It may climb when later plans take longer to bound.
+  double screening_seconds_left = -1;
+  bool screening() const { return screened < to_screen; }
 };
 
-/// Called as plans settle (from worker threads, one call at a time).
+/// Called as plans are screened and settle (from worker threads, one call
+/// at a time).
 using SweepProgress = std::function<void(const SweepProgressInfo&)>;
 
 struct SweepOptions {

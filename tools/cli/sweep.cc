@@ -156,8 +156,10 @@ std::string clock_text(double seconds) {
 
 /// The sweep's progress on standard error: on a terminal a bar redrawn in
 /// place (plans settled, plans simulated, time left); otherwise, for logs and
-/// pipes, one line every few seconds. The time left comes from the sweep and
-/// never climbs (SweepProgressInfo::seconds_left).
+/// pipes, one line every few seconds. While the sweep screens its plans it
+/// says how far the screening is and the time that has left; after it, the
+/// time left comes from the sweep and never climbs
+/// (SweepProgressInfo::seconds_left).
 class ProgressReport {
  public:
   ProgressReport(std::ostream& err, bool terminal)
@@ -169,28 +171,33 @@ class ProgressReport {
     if (!terminal_ && info.done >= info.total) return;  // the summary line follows
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const std::string left = time_left(info);
     char line[200];
     if (terminal_) {
       constexpr int kWidth = 30;
       const int filled = info.total > 0 ? static_cast<int>(kWidth * static_cast<double>(info.done) /
                                                            static_cast<double>(info.total))
                                         : kWidth;
-      std::snprintf(
-          line, sizeof line, "\rsweep [%s%s] %llu/%llu plans, %llu simulated, %s left ",
-          std::string(static_cast<size_t>(filled), '#').c_str(),
-          std::string(static_cast<size_t>(kWidth - filled), '-').c_str(),
-          static_cast<unsigned long long>(info.done), static_cast<unsigned long long>(info.total),
-          static_cast<unsigned long long>(info.simulated), clock_text(info.seconds_left).c_str());
-      err_ << line << std::flush;
+      std::snprintf(line, sizeof line, "\rsweep [%s%s] %llu/%llu plans, %llu simulated, %s",
+                    std::string(static_cast<size_t>(filled), '#').c_str(),
+                    std::string(static_cast<size_t>(kWidth - filled), '-').c_str(),
+                    static_cast<unsigned long long>(info.done),
+                    static_cast<unsigned long long>(info.total),
+                    static_cast<unsigned long long>(info.simulated), left.c_str());
+      // A shorter line than the last one redrawn over it is padded, so
+      // that none of the old one's tail stays on screen.
+      std::string text = line;
+      widest_ = std::max(widest_, text.size());
+      text.resize(widest_, ' ');
+      err_ << text << std::flush;
       shown_ = true;
       return;
     }
-    std::snprintf(line, sizeof line,
-                  "podsim sweep: %llu/%llu plans settled, %llu simulated, %s elapsed, %s left\n",
-                  static_cast<unsigned long long>(info.done),
-                  static_cast<unsigned long long>(info.total),
-                  static_cast<unsigned long long>(info.simulated), clock_text(elapsed).c_str(),
-                  clock_text(info.seconds_left).c_str());
+    std::snprintf(
+        line, sizeof line,
+        "podsim sweep: %llu/%llu plans settled, %llu simulated, %s elapsed, %s\n",
+        static_cast<unsigned long long>(info.done), static_cast<unsigned long long>(info.total),
+        static_cast<unsigned long long>(info.simulated), clock_text(elapsed).c_str(), left.c_str());
     err_ << line << std::flush;
   }
   void finish() {
@@ -199,9 +206,18 @@ class ProgressReport {
 
  private:
   using Clock = std::chrono::steady_clock;
+  /// "0:38 left", or while screening "screening 23%, 2:13 left to screen".
+  static std::string time_left(const scenarios::SweepProgressInfo& info) {
+    if (!info.screening()) return clock_text(info.seconds_left) + " left";
+    const auto percent = static_cast<int>(100.0 * static_cast<double>(info.screened) /
+                                          static_cast<double>(info.to_screen));
+    return "screening " + std::to_string(percent) + "%, " +
+           clock_text(info.screening_seconds_left) + " left to screen";
+  }
   std::ostream& err_;
   bool terminal_;
   Clock::time_point start_, last_;
+  size_t widest_ = 0;
   bool shown_ = false;
 };
 

@@ -262,7 +262,9 @@ TEST_F(SmallSweep, ProgressCountsUpAndItsTimeLeftNeverClimbs) {
   for (size_t k = 1; k < seen.size(); ++k) {
     const SweepProgressInfo& before = seen[k - 1].info;
     const SweepProgressInfo& now = seen[k].info;
-    EXPECT_GT(now.done, before.done);
+    // Each report screens a plan or settles some.
+    EXPECT_GE(now.done, before.done);
+    EXPECT_GT(now.done + now.screened, before.done + before.screened) << "report " << k;
     EXPECT_GE(now.simulated, before.simulated);
     EXPECT_EQ(now.total, out.plans_total);
     if (before.seconds_left < 0) continue;
@@ -284,6 +286,53 @@ TEST_F(SmallSweep, ProgressCountsUpAndItsTimeLeftNeverClimbs) {
     if (s.info.seconds_left < 0) continue;
     const double actual = std::chrono::duration<double>(end - s.at).count();
     EXPECT_LE(s.info.seconds_left, 10 * actual + 0.05) << "actual " << actual << " s";
+  }
+}
+
+TEST_F(SmallSweep, ScreeningIsReportedPlanByPlanWithTheTimeItHasLeft) {
+  // Every plan's quick bounds come before any simulation, and on a large
+  // space that takes minutes (the DeepSeek-V3 recipe's 1.77M plans): the
+  // reports say how far it is instead of an unknown time left.
+  struct Seen {
+    SweepProgressInfo info;
+    double elapsed_s;  ///< since just before the sweep started
+  };
+  std::vector<Seen> seen;
+  const auto before_sweep = std::chrono::steady_clock::now();
+  options_.progress = [&](const SweepProgressInfo& info) {
+    seen.push_back(
+        {info,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - before_sweep).count()});
+  };
+  const SweepOutcome out = sweep_ok(spec_, own_target(spec_), options_);
+  const uint64_t plans = out.plans_total;
+  ASSERT_GT(plans, 10u);
+  ASSERT_GT(seen.size(), plans);
+  for (uint64_t k = 0; k < plans; ++k) {
+    const SweepProgressInfo& info = seen[k].info;
+    EXPECT_EQ(info.screened, k + 1);
+    EXPECT_EQ(info.to_screen, plans);
+    EXPECT_EQ(info.simulated, 0u);
+    EXPECT_LT(info.seconds_left, 0.0);              // nothing simulated yet to price the rounds
+    EXPECT_LE(info.done, out.plans_pruned_memory);  // only plans ruled out by memory settle
+    if (k + 1 == plans) {
+      EXPECT_FALSE(info.screening());
+      EXPECT_LT(info.screening_seconds_left, 0.0);
+      continue;
+    }
+    ASSERT_TRUE(info.screening());
+    // The plans left at the wall seconds per plan so far: times the plans
+    // done, it is at most the time since the sweep started.
+    EXPECT_GE(info.screening_seconds_left, 0.0);
+    const double per_plan_s =
+        info.screening_seconds_left / static_cast<double>(info.to_screen - info.screened);
+    EXPECT_LE(per_plan_s * static_cast<double>(info.screened), seen[k].elapsed_s + 1e-9)
+        << "report " << k;
+  }
+  for (size_t k = plans; k < seen.size(); ++k) {
+    EXPECT_EQ(seen[k].info.screened, plans);
+    EXPECT_FALSE(seen[k].info.screening());
+    EXPECT_LT(seen[k].info.screening_seconds_left, 0.0);
   }
 }
 
