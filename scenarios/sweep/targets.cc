@@ -36,6 +36,18 @@ std::optional<int> fewest_slices(hwmodels::ClusterSpec cluster) {
   return std::nullopt;
 }
 
+const char* scale_up_words(hwmodels::ScaleUpTopology topology) {
+  switch (topology) {
+    case hwmodels::ScaleUpTopology::kSwitch:
+      return "a switch (NVSwitch)";
+    case hwmodels::ScaleUpTopology::kMesh:
+      return "a full mesh (Infinity Fabric)";
+    case hwmodels::ScaleUpTopology::kTorus:
+      return "a torus (TPU ICI)";
+  }
+  return "its own scale-up";
+}
+
 }  // namespace
 
 Result<SweepHardware> sweep_hardware_preset(const std::string& given) {
@@ -91,8 +103,33 @@ Result<SweepHardware> sweep_hardware_preset(const std::string& given) {
   return SweepHardware{name, c.value().gpu, std::nullopt};
 }
 
+SweepHardware placed_for(const ScenarioSpec& scenario, SweepHardware hardware) {
+  if (hardware.cluster || hardware.name == scenario.cluster.gpu.name) return hardware;
+  const hwmodels::ScaleUpTopology here = scenario.cluster.scale_up.topology;
+  std::optional<std::string> home;
+  std::optional<hwmodels::ClusterSpec> home_cluster;
+  for (const std::string& name : builtin_presets().names("clusters")) {
+    Result<hwmodels::ClusterSpec> c = read_cluster_json(nlohmann::json(name));
+    if (!c.ok() || c.value().gpu.name != hardware.name) continue;
+    if (c.value().scale_up.topology == here) return hardware;
+    if (!home) {
+      home = name;
+      home_cluster = c.value();
+    }
+  }
+  if (!home) return hardware;
+  hardware.placed_because = hardware.name + " named: no preset puts it in " + scale_up_words(here) +
+                            " as the scenario's cluster joins its GPUs";
+  hardware.name = *home;
+  hardware.spec = home_cluster->gpu;
+  hardware.cluster = std::move(home_cluster);
+  return hardware;
+}
+
 Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,
-                                      const std::optional<SweepHardware>& hardware) {
+                                      const std::optional<SweepHardware>& given) {
+  const std::optional<SweepHardware> hardware =
+      given ? std::optional(placed_for(scenario, *given)) : std::nullopt;
   const bool whole_cluster = hardware.has_value() && hardware->cluster.has_value();
   const hwmodels::ClusterSpec& base = whole_cluster ? *hardware->cluster : scenario.cluster;
   if (gpus < 1) {
@@ -119,6 +156,7 @@ Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus
   if (whole_cluster) {
     t.gpu = hardware->name;
     note = hardware->name + " as its preset has it (its own scale-up and scale-out network)";
+    if (!hardware->placed_because.empty()) note += "; " + hardware->placed_because;
     if (base.scale_up.topology == hwmodels::ScaleUpTopology::kTorus) {
       const std::optional<int> slices = fewest_slices(t.cluster);
       if (!slices) {

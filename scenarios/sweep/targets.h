@@ -37,6 +37,9 @@ struct SweepHardware {
   std::string name;
   hwmodels::GpuSpec spec;
   std::optional<hwmodels::ClusterSpec> cluster;  ///< set for a cluster preset
+  /// Why a GPU preset given by name is swept on its own cluster preset
+  /// instead (placed_for), in words; empty otherwise.
+  std::string placed_because;
 };
 
 /// A GPU preset ("b200") read as a cluster's "gpu" key would be, or a
@@ -46,9 +49,19 @@ struct SweepHardware {
 /// is wrong (with the preset names to choose from).
 Result<SweepHardware> sweep_hardware_preset(const std::string& given);
 
+/// Where a GPU preset can be swept for `scenario`: in the scenario's
+/// cluster when a cluster preset builds that GPU into the same kind of
+/// scale-up network as the scenario's (NVSwitch nodes, an AMD Infinity Fabric
+/// mesh, a TPU torus), so that only the GPU changes; otherwise on the cluster
+/// preset built around it (a TPU chip or an MI355X has no place in an
+/// NVSwitch node), the first in name order when several are. Cluster
+/// presets, and GPUs no cluster preset carries, come back as they are.
+SweepHardware placed_for(const ScenarioSpec& scenario, SweepHardware hardware);
+
 /// The scenario's cluster with `gpus` GPUs (nodes = gpus / gpus_per_node)
 /// and `hardware`'s GPU (nullopt: the scenario's own), or `hardware`'s
-/// cluster preset with `gpus` GPUs. A new GPU brings its NVLink bandwidth
+/// cluster preset with `gpus` GPUs (a GPU preset goes where placed_for
+/// puts it). A new GPU brings its NVLink bandwidth
 /// and efficiency where podsim knows them (hardware_facts.h) and its NVLS
 /// flag; the scale-out network, tiers and latencies stay. A cluster preset
 /// brings everything; a TPU pod is split into as few slices as fit its

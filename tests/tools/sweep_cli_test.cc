@@ -101,10 +101,17 @@ TEST(SweepCli, HardwareTypesSideBySide) {
   EXPECT_EQ(best[3].at("gpu"), "tpu-v6e-pod");
   EXPECT_TRUE(j.at("targets").at(3).at("list_price").get<bool>());  // $2.70 per chip-hour
   EXPECT_FALSE(j.at("targets").at(2).at("list_price").get<bool>());
-  const RunResult text = run_podsim(
-      {"sweep", small_scenario_file(), "--gpu-types", "h100-sxm-80g,tpu-v6e-pod", "--top", "2"},
-      240);
+  // The TPU chip named as a GPU runs on its pod, once with the pod.
+  const RunResult text = run_podsim({"sweep", small_scenario_file(), "--gpu-types",
+                                     "h100-sxm-80g,tpu-v6e,tpu-v6e-pod", "--top", "2"},
+                                    240);
   ASSERT_EQ(text.exit_code, 0) << text.err;
+  const size_t tpu = text.out.find("target: 16 x tpu-v6e");
+  ASSERT_NE(tpu, std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("target: 16 x tpu-v6e-pod"), tpu) << text.out;
+  EXPECT_EQ(text.out.find("target: 16 x tpu-v6e", tpu + 1), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tpu-v6e named: no preset puts it in a switch"), std::string::npos)
+      << text.out;
   EXPECT_NE(text.out.find("Best plan per GPU type and count"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("$2.70/GPU-h (list)"), std::string::npos) << text.out;
 }

@@ -272,7 +272,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
                         "GPU counts to try (default: the scenario's)")(
       "gpu-types", po::value<std::string>()->value_name("NAME,..."),
       "GPU or cluster presets to try, e.g. h100-sxm-80g,h200-sxm-141g,b200; a unique prefix or "
-      "common name will do (h100,h200,b200) (default: the scenario's)")(
+      "common name will do (h100,h200,b200); a GPU goes into the scenario's cluster, or onto "
+      "its own cluster preset where no preset puts it in that kind of node (TPU, MI355X against "
+      "NVSwitch) (default: the scenario's)")(
       "top", po::value<int64_t>()->default_value(10)->value_name("K"),
       "plans to show; plans that cannot reach the top K of their hardware are skipped")(
       "tokens", po::value<double>()->value_name("N"),
@@ -369,11 +371,12 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
     for (const std::string& name : names) {
       scenarios::Result<scenarios::SweepHardware> gpu = scenarios::sweep_hardware_preset(name);
       if (gpu.ok()) {
-        // "h100,H100 SXM" name one preset: sweep it once.
-        const bool repeated = std::any_of(gpus.begin(), gpus.end(), [&](const auto& g) {
-          return g && g->name == gpu.value().name;
-        });
-        if (!repeated) gpus.emplace_back(gpu.value());
+        // "h100,H100 SXM" name one preset, and "tpu-v6e,tpu-v6e-pod" one
+        // cluster: sweep it once.
+        scenarios::SweepHardware placed = scenarios::placed_for(scenario, gpu.value());
+        const bool repeated = std::any_of(
+            gpus.begin(), gpus.end(), [&](const auto& g) { return g && g->name == placed.name; });
+        if (!repeated) gpus.emplace_back(std::move(placed));
       } else {
         problems.insert(problems.end(), gpu.problems().begin(), gpu.problems().end());
       }

@@ -202,6 +202,49 @@ TEST(SweepTargets, AClusterPresetBringsItsOwnNetwork) {
   EXPECT_EQ(b200.value().cluster.scale_out.tiers.size(), spec.cluster.scale_out.tiers.size());
 }
 
+TEST(SweepTargets, AChipNoPresetPutsInTheScenariosKindOfNodeRunsOnItsOwnPreset) {
+  // A TPU chip or an MI355X in NVSwitch nodes is no machine anyone can
+  // buy: named as a GPU against an NVSwitch scenario, each runs on the
+  // preset built around it. A GPU that some preset puts in NVSwitch
+  // nodes is only swapped in.
+  const ScenarioSpec nvswitch = read_ok(small_scenario(2, 16, kPlan));
+  const SweepHardware v6e = placed_for(nvswitch, sweep_hardware_preset("tpu-v6e").value());
+  EXPECT_EQ(v6e.name, "tpu-v6e-pod");
+  ASSERT_TRUE(v6e.cluster.has_value());
+  EXPECT_EQ(v6e.cluster->scale_up.topology, hwmodels::ScaleUpTopology::kTorus);
+  EXPECT_NE(v6e.placed_because.find("tpu-v6e named"), std::string::npos) << v6e.placed_because;
+  const SweepHardware mi355x = placed_for(nvswitch, sweep_hardware_preset("mi355x").value());
+  EXPECT_EQ(mi355x.name, "mi355x-8x");
+  for (const char* swapped : {"b200", "gb200", "h800-sxm-80g", "a100-sxm-80g"}) {
+    const SweepHardware gpu = placed_for(nvswitch, sweep_hardware_preset(swapped).value());
+    EXPECT_EQ(gpu.name, swapped);
+    EXPECT_FALSE(gpu.cluster.has_value()) << swapped;
+    EXPECT_TRUE(gpu.placed_because.empty()) << swapped;
+  }
+  // make_sweep_target places it the same way, and says why.
+  Result<SweepTarget> t = make_sweep_target(nvswitch, 64, sweep_hardware_preset("tpu-v6e").value());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t.value().gpu, "tpu-v6e-pod");
+  EXPECT_EQ(t.value().cluster.scale_up.topology, hwmodels::ScaleUpTopology::kTorus);
+  EXPECT_NE(t.value().note.find("no preset puts it in a switch"), std::string::npos)
+      << t.value().note;
+
+  // Against an AMD mesh scenario, another AMD GPU is swapped into the mesh
+  // and an NVIDIA one goes to the first preset built around it.
+  ScenarioSpec mesh = nvswitch;
+  mesh.cluster = sweep_hardware_preset("mi300x-8x").value().cluster.value();
+  const SweepHardware amd = placed_for(mesh, sweep_hardware_preset("mi355x").value());
+  EXPECT_EQ(amd.name, "mi355x");
+  EXPECT_FALSE(amd.cluster.has_value());
+  const SweepHardware h100 = placed_for(mesh, sweep_hardware_preset("h100").value());
+  EXPECT_EQ(h100.name, "dgx-h100-superpod");  // before llama3-24k
+  ASSERT_TRUE(h100.cluster.has_value());
+  EXPECT_EQ(h100.cluster->scale_up.topology, hwmodels::ScaleUpTopology::kSwitch);
+  // The scenario's own GPU and cluster presets stay as they are.
+  EXPECT_EQ(placed_for(mesh, sweep_hardware_preset("mi300x").value()).name, "mi300x");
+  EXPECT_EQ(placed_for(nvswitch, sweep_hardware_preset("tpu-v5p-pod").value()).name, "tpu-v5p-pod");
+}
+
 TEST_F(SmallSweep, BoundsDoNotChangeTheTopK) {
   // Without bounds every plan that can fit is simulated: a smaller space.
   options_.space.micro_batches = {1};
