@@ -317,12 +317,13 @@ std::string format_report_text(const Report& r) {
   }
   const ComputeSplit& cs = b.compute_split;
   parts.push_back({"  compute + recompute + optimizer were:", "", ""});
-  const std::pair<const char*, double> split[] = {{"    GEMMs", cs.gemm},
-                                                  {"    attention", cs.attention},
-                                                  {"    memory-bound kernels", cs.memory_bound},
-                                                  {"    waiting for the host", cs.host_idle},
-                                                  {"    optimizer kernels", cs.optimizer},
-                                                  {"    lost to NCCL's SMs", cs.comm_contention}};
+  const std::pair<const char*, double> split[] = {
+      {"    GEMMs", cs.gemm},
+      {"    attention", cs.attention},
+      {"    memory-bound kernels", cs.memory_bound},
+      {"    waiting for the host", cs.host_idle},
+      {"    optimizer kernels", cs.optimizer},
+      {"    lost to SMs running collectives", cs.comm_contention}};
   for (const auto& [label, seconds] : split) {
     parts.push_back({label, format_seconds(seconds), format_percent(seconds / step)});
   }

@@ -72,12 +72,10 @@ void add_moe(MoeBreakdown& m, const WorkCost& c) {
   m.imbalance += c.moe_imbalance_s;
 }
 
-/// The previous task on the same (rank, stream), or -1: what a task waits
-/// for besides its dependencies.
-/// Each task's predecessor on its rank's stream (-1 for the first), worked
-/// out for a rank when one of its tasks is first asked about: the breakdown
-/// walks the critical rank and the few ranks its waits lead to, not every
-/// rank of an every-rank step.
+/// Each task's predecessor on its rank's stream (-1 for the first): what a
+/// task waits for besides its dependencies. Worked out for a rank when one
+/// of its tasks is first asked about: the breakdown walks the critical rank
+/// and the few ranks its waits lead to, not every rank of an every-rank step.
 class StreamPredecessors {
  public:
   explicit StreamPredecessors(const Schedule& schedule)
