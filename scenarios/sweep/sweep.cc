@@ -320,7 +320,14 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     b.candidate.target = b.target;
     b.candidate.plan = scenario.plan;
     b.candidate.micro_batch = scenario.training.micro_batch;
+    // Its simulation is the first measure of what one costs: the rounds'
+    // time left is known from the end of the first round, which only refines.
+    const auto simulation_started = std::chrono::steady_clock::now();
     b.outcome = simulate_candidate(candidate_scenario(scenario, t, b.candidate));
+    worker_time[0].simulate_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - simulation_started)
+            .count();
+    ++worker_time[0].simulated;
     for (size_t i = 0; i < n; ++i) {
       const SweepCandidate& c = out.candidates[i];
       if (c.target == b.target && c.micro_batch == b.candidate.micro_batch &&
