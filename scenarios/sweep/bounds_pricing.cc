@@ -19,40 +19,37 @@ using strategies::Slot;
 
 namespace bounds_detail {
 
-/// Everything about a segment's ops that their price depends on, as bytes.
-void append_ops(std::string& key, const std::vector<strategies::Op>& ops) {
-  append(key, ops.size());
-  for (const strategies::Op& op : ops) {
-    append(key, op.kind);
-    append(key, op.role);
-    append(key, op.count);
-    append(key, op.format);
-    append(key, op.kernels);
-    switch (op.kind) {
-      case strategies::OpKind::kGemm:
-        for (int64_t v : {op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch}) append(key, v);
-        break;
-      case strategies::OpKind::kAttention: {
-        const strategies::AttentionShape& a = op.attention;
-        for (int64_t v : {a.batch, a.heads, a.kv_heads, a.q_len, a.kv_len, a.head_dim}) {
-          append(key, v);
-        }
-        append(key,
-               static_cast<uint8_t>((a.causal ? 1 : 0) | (a.backward ? 2 : 0) | (a.flash ? 4 : 0)));
-        break;
+/// Everything about an op that its price depends on, as bytes.
+void append_op(std::string& key, const strategies::Op& op) {
+  append(key, op.kind);
+  append(key, op.role);
+  append(key, op.count);
+  append(key, op.format);
+  append(key, op.kernels);
+  switch (op.kind) {
+    case strategies::OpKind::kGemm:
+      for (int64_t v : {op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch}) append(key, v);
+      break;
+    case strategies::OpKind::kAttention: {
+      const strategies::AttentionShape& a = op.attention;
+      for (int64_t v : {a.batch, a.heads, a.kv_heads, a.q_len, a.kv_len, a.head_dim}) {
+        append(key, v);
       }
-      case strategies::OpKind::kMemoryBound:
-        append(key, op.memory.bytes);
-        append(key, op.memory.flops);
-        append(key, op.memory.bandwidth_fraction);
-        break;
-      case strategies::OpKind::kCollective:
-        append(key, op.collective.dim);
-        append(key, op.collective.kind);
-        append(key, op.collective.bytes);
-        append(key, op.collective.overlap_op);
-        break;
+      append(key,
+             static_cast<uint8_t>((a.causal ? 1 : 0) | (a.backward ? 2 : 0) | (a.flash ? 4 : 0)));
+      break;
     }
+    case strategies::OpKind::kMemoryBound:
+      append(key, op.memory.bytes);
+      append(key, op.memory.flops);
+      append(key, op.memory.bandwidth_fraction);
+      break;
+    case strategies::OpKind::kCollective:
+      append(key, op.collective.dim);
+      append(key, op.collective.kind);
+      append(key, op.collective.bytes);
+      append(key, op.collective.overlap_op);
+      break;
   }
 }
 
@@ -86,7 +83,7 @@ std::vector<Level> levels_of(const hwmodels::ClusterSpec& cluster) {
 }  // namespace bounds_detail
 
 using bounds_detail::append;
-using bounds_detail::append_ops;
+using bounds_detail::append_op;
 using bounds_detail::Level;
 using bounds_detail::levels_of;
 
@@ -169,8 +166,14 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
     }
   }
   const Groups& priced = over_stage ? whole : groups;
-  std::string key = priced.key;
-  append_ops(key, seg.ops);
+  std::string key;
+  append(key, interned(priced.key));
+  append(key, seg.ops.size());
+  for (const strategies::Op& op : seg.ops) {
+    op_bytes.clear();
+    append_op(op_bytes, op);
+    append(key, interned(op_bytes));
+  }
   auto it = segment_costs.find(key);
   if (it != segment_costs.end()) return it->second;
   strategies::Schedule scratch;
@@ -185,6 +188,14 @@ double PlanBounds::Impl::segment_cost(const Job& job, const strategies::Layout& 
   const double seconds = cost.duration_s - cost.host_idle_s;
   segment_costs.emplace(std::move(key), seconds);
   return seconds;
+}
+
+uint32_t PlanBounds::Impl::interned(const std::string& bytes) {
+  auto it = interned_ids.find(bytes);
+  if (it == interned_ids.end()) {
+    it = interned_ids.emplace(bytes, static_cast<uint32_t>(interned_ids.size())).first;
+  }
+  return it->second;
 }
 
 std::shared_ptr<const std::vector<std::vector<Slot>>> PlanBounds::Impl::orders(const Job& job) {
