@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -308,7 +309,10 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
   out.plans_pruned_memory = pruned_quick;
 
   // ---- The scenario's own plan, when its hardware is among the targets. ---
-  std::vector<PlanOutcome> outcomes(n);
+  // The simulated plans' outcomes, by candidate index: some hundreds of
+  // plans out of up to millions, so not a slot for each (that was 170 MB
+  // for the DeepSeek-V3 recipe sweep's 1.77M).
+  std::unordered_map<size_t, PlanOutcome> outcomes;
   std::vector<uint8_t> simulated(n, 0);
   // A scenario whose own plan is invalid (read with plan_problems_as_warnings)
   // has no baseline: the other plans are swept all the same.
@@ -374,7 +378,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     return t;
   };
   auto account = [&](size_t i) {
-    const PlanOutcome& o = outcomes[i];
+    const PlanOutcome& o = outcomes.at(i);
     ++out.plans_simulated;
     if (!o.error.empty()) {
       ++out.plans_failed;
@@ -423,11 +427,18 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     // at the K-th smallest bound of the plans left, times the largest ratio
     // of a simulated plan's time to its bound so far (bounds are lower
     // bounds: the ratio is >= 1, and the larger one errs on the long side,
-    // which the countdown corrects; an estimate too short it keeps).
-    double ratio = 1;
+    // which the countdown corrects; an estimate too short it keeps). No
+    // ratio before a simulated plan has fitted: no estimate either (with
+    // the ratio taken as 1 the DeepSeek-V3 recipe sweep, whose own plan does
+    // not fit, said 0:00 left for the 25 s it then spent refining).
+    double ratio = 0;
     for (size_t i = 0; i < n; ++i) {
       if (train_times[i] > 0) ratio = std::max(ratio, train_times[i] / train_time_bound_s(i));
     }
+    const bool waiting_for_k =
+        std::any_of(top.begin(), top.end(), [](const TopTimes& t) { return !t.full(); });
+    if (ratio == 0 && waiting_for_k) return -1.0;
+    ratio = std::max(ratio, 1.0);
     std::vector<double> expected(out.targets.size());
     std::vector<size_t> still_in(out.targets.size(), 0);
     for (size_t t = 0; t < out.targets.size(); ++t) {
@@ -482,6 +493,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
     items.insert(items.end(), to_simulate.begin(), to_simulate.end());
     std::vector<size_t> mine;
     for (size_t k = rank; k < items.size(); k += size) mine.push_back(k);
+    std::vector<PlanOutcome> simulated_now(items.size());  // by item; the workers' own slots
     parallel_for(mine.size(), threads, [&](size_t j, unsigned worker) {
       const size_t k = mine[j];
       const size_t i = items[k];
@@ -505,11 +517,14 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
         if (s.pruned_memory) report_progress(1);
         return;
       }
-      outcomes[i] = simulate_candidate(candidate_scenario(scenario, out.targets[c.target], c));
+      simulated_now[k] = simulate_candidate(candidate_scenario(scenario, out.targets[c.target], c));
       spent.simulate_s += item_seconds();
       ++spent.simulated;
       report_progress(1, 1);
     });
+    for (size_t k : mine) {
+      if (k >= to_refine.size()) outcomes[items[k]] = std::move(simulated_now[k]);
+    }
     if (size > 1) {
       Writer w;
       for (size_t k : mine) {
@@ -520,7 +535,7 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
       for (size_t k : mine) {
         if (k < to_refine.size()) continue;
         w.put<uint64_t>(items[k]);
-        put_outcome(w, outcomes[items[k]]);
+        put_outcome(w, outcomes.at(items[k]));
       }
       for (const std::string& bytes : options.exchange(w.take())) {
         Reader r(bytes);
@@ -553,14 +568,16 @@ Result<SweepOutcome> run_sweep(const ScenarioSpec& scenario, std::vector<SweepTa
 
   // ---- Ranking, cost, Pareto front, the baseline's place. ----------------
   for (size_t i = 0; i < n; ++i) {
-    if (simulated[i] == 0 || !outcomes[i].fits || !outcomes[i].error.empty() ||
-        below_headroom(out.candidates[i].target, outcomes[i].memory_peak_bytes)) {
+    if (simulated[i] == 0) continue;
+    const PlanOutcome& outcome = outcomes.at(i);
+    if (!outcome.fits || !outcome.error.empty() ||
+        below_headroom(out.candidates[i].target, outcome.memory_peak_bytes)) {
       continue;
     }
     const SweepTarget& t = out.targets[out.candidates[i].target];
     RankedPlan r;
     r.index = i;
-    r.outcome = outcomes[i];
+    r.outcome = outcome;
     r.step_lower_bound_s = out.screens[i].step_lower_bound_s;
     r.train_time_s = train_times[i];
     r.failure_free_time_s =
