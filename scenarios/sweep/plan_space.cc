@@ -1,6 +1,7 @@
 #include "scenarios/sweep/plan_space.h"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -175,6 +176,22 @@ ScenarioSpec candidate_scenario(const ScenarioSpec& scenario, const SweepTarget&
   spec.plan = candidate.plan;
   spec.training.micro_batch = candidate.micro_batch;
   return spec;
+}
+
+std::vector<size_t> spread_order(size_t count, size_t block) {
+  block = std::max<size_t>(1, block);
+  const auto blocks =
+      static_cast<size_t>(ceil_div(static_cast<int64_t>(count), static_cast<int64_t>(block)));
+  size_t stride =
+      std::max<size_t>(1, static_cast<size_t>(0.6180339887 * static_cast<double>(blocks)));
+  while (std::gcd(stride, blocks) > 1) ++stride;
+  std::vector<size_t> order;
+  order.reserve(count);
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t first = b * stride % blocks * block;
+    for (size_t i = first; i < std::min(count, first + block); ++i) order.push_back(i);
+  }
+  return order;
 }
 
 }  // namespace podsim::scenarios

@@ -89,6 +89,12 @@ std::vector<SweepCandidate> enumerate_plans(const ScenarioSpec& scenario,
                                             const std::vector<SweepTarget>& targets,
                                             const SweepSpace& space);
 
+/// 0..count-1 in blocks of `block` consecutive indices, the blocks taken in
+/// a spread order (a stride coprime with the block count, near its golden
+/// section), for a sample of the canonical order that is representative
+/// from the start while neighbouring plans stay together.
+std::vector<size_t> spread_order(size_t count, size_t block);
+
 /// The scenario for one candidate: its plan, micro-batch, GPU count and
 /// cluster.
 ScenarioSpec candidate_scenario(const ScenarioSpec& scenario, const SweepTarget& target,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <set>
 #include <string>
 #include <tuple>
@@ -385,6 +386,28 @@ TEST_F(SmallSweep, ScreeningIsReportedPlanByPlanWithTheTimeItHasLeft) {
     EXPECT_FALSE(seen[k].info.screening());
     EXPECT_LT(seen[k].info.screening_seconds_left, 0.0);
   }
+}
+
+TEST(SweepScreening, SpreadOrderVisitsEveryPlanOnceInWholeBlocksFarApart) {
+  const std::pair<size_t, size_t> cases[] = {{0, 4096}, {1, 4096}, {10, 4},      {12, 3},
+                                             {100, 1},  {77, 0},   {28677, 4096}};
+  for (const auto& [count, block] : cases) {
+    const std::vector<size_t> order = spread_order(count, block);
+    std::vector<size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<size_t> every(count);
+    std::iota(every.begin(), every.end(), size_t{0});
+    EXPECT_EQ(sorted, every) << count << " in blocks of " << block;
+    // Runs of consecutive indices, each starting on a block boundary.
+    const size_t b = std::max<size_t>(1, block);
+    for (size_t k = 1; k < order.size(); ++k) {
+      if (order[k] % b != 0) EXPECT_EQ(order[k], order[k - 1] + 1) << count << " at " << k;
+    }
+  }
+  // The second block visited is not the first one's neighbour.
+  const std::vector<size_t> order = spread_order(80, 8);
+  EXPECT_EQ(order[0], 0u);
+  EXPECT_GT(order[8] / 8, 1u);
 }
 
 TEST_F(SmallSweep, CostAndParetoFront) {
