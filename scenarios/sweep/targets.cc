@@ -106,24 +106,17 @@ Result<SweepHardware> sweep_hardware_preset(const std::string& given) {
 SweepHardware placed_for(const ScenarioSpec& scenario, SweepHardware hardware) {
   if (hardware.cluster || hardware.name == scenario.cluster.gpu.name) return hardware;
   const hwmodels::ScaleUpTopology here = scenario.cluster.scale_up.topology;
-  std::optional<std::string> home;
-  std::optional<hwmodels::ClusterSpec> home_cluster;
+  std::optional<SweepHardware> home;  // the first preset carrying the GPU
   for (const std::string& name : builtin_presets().names("clusters")) {
     Result<hwmodels::ClusterSpec> c = read_cluster_json(nlohmann::json(name));
     if (!c.ok() || c.value().gpu.name != hardware.name) continue;
     if (c.value().scale_up.topology == here) return hardware;
-    if (!home) {
-      home = name;
-      home_cluster = c.value();
-    }
+    if (!home) home = SweepHardware{name, c.value().gpu, c.value()};
   }
   if (!home) return hardware;
-  hardware.placed_because = hardware.name + " named: no preset puts it in " + scale_up_words(here) +
-                            " as the scenario's cluster joins its GPUs";
-  hardware.name = *home;
-  hardware.spec = home_cluster->gpu;
-  hardware.cluster = std::move(home_cluster);
-  return hardware;
+  home->placed_because = hardware.name + " named: no preset puts it in " + scale_up_words(here) +
+                         " as the scenario's cluster joins its GPUs";
+  return *home;
 }
 
 Result<SweepTarget> make_sweep_target(const ScenarioSpec& scenario, int64_t gpus,
